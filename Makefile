@@ -1,0 +1,40 @@
+# The README's first two commands: `make demo` and `make test`. Each one sets up what it needs.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+DEMO_DATA := data/demo
+
+.PHONY: demo test lint venv browser bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Headless Chromium for the UI test (Debian's package); the test skips with a reason when the
+# machine cannot install it.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	        || echo "chromium could not be installed: the browser test will be skipped"; \
+	    else echo "chromium not installed and no root: the browser test will be skipped"; fi; }
+
+demo: venv
+	$(PY) -m anon_dagster.demo run
+
+test: venv browser
+	$(PY) -m pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check anon_dagster tests benchmarks examples definitions.py
+
+bench: venv
+	$(PY) benchmarks/risk.py
+
+clean:
+	rm -rf $(VENV) data published reports .dagster_home .anon_dagster

@@ -1,0 +1,29 @@
+"""``anon-dagster validate SPEC.yaml [--input DATA]``: check a release spec (and data)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..io import read_table
+from ..spec import check_data, load_spec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="validate a release spec, and optionally data against it")
+    p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--input", help="data to check against the spec (default: the spec's source, if present)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    checked_data = ""
+    if args.input:
+        df = read_table(args.input)
+        check_data(spec, df, source=args.input)
+        checked_data = f", data {args.input} ({len(df)} rows) conforms"
+    print(
+        f"{args.spec}: release {spec.release!r} is valid: {len(spec.columns)} columns, "
+        f"QIs {', '.join(spec.quasi_identifiers) or 'none'}{checked_data}"
+    )
+    return 0

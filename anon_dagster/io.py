@@ -1,0 +1,86 @@
+"""Reading and atomically writing tables (csv or parquet, chosen by suffix)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import DataError
+
+
+def table_format(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".csv", ".txt", ".tsv"):
+        return "csv"
+    raise DataError(f"{path}: unknown table format {suffix!r} (use .csv or .parquet)")
+
+
+def read_table(path: str | Path, separator: str | None = None, fmt: str | None = None) -> pd.DataFrame:
+    """Read a csv or parquet file; a bad or missing file raises DataError naming it.
+
+    CSV separators are sniffed (``,`` ``;`` tab) unless given. Columns are read as they are
+    typed in the file; empty cells become missing values.
+    """
+    path = Path(path)
+    fmt = fmt or table_format(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    try:
+        if fmt == "parquet":
+            return pd.read_parquet(path)
+        if separator is None:
+            with open(path, encoding="utf-8-sig") as handle:
+                head = handle.readline()
+            separator = max((",", ";", "\t"), key=head.count)
+        return pd.read_csv(path, sep=separator, encoding="utf-8-sig")
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read as {fmt}: {str(exc).splitlines()[0]}") from None
+
+
+def write_table_atomic(df: pd.DataFrame, path: str | Path, mode: int = 0o600) -> Path:
+    """Write ``df`` to ``path`` (format by suffix) through a temporary file and a rename.
+
+    Readers see either the previous file or the complete new one, never a partial write. The
+    file is created with permissions ``mode`` (owner-only by default).
+    """
+    path = Path(path)
+    fmt = table_format(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, mode)
+        if fmt == "parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_bytes_atomic(data: bytes, path: str | Path, mode: int = 0o600) -> Path:
+    """Write bytes to ``path`` atomically (temporary file, fsync, rename), with ``mode``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
