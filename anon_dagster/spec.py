@@ -407,12 +407,37 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
     return problems
 
 
+# Path templates such as ``{path: ../published/{release}/{partition}.parquet}`` are not valid
+# YAML inside a flow mapping (a plain scalar cannot hold ``{``); the documented placeholders are
+# swapped for tokens before parsing and restored after, so the spec reads as documented.
+_TOKENS = {"{release}": "__anon_dagster_release__", "{partition}": "__anon_dagster_partition__"}
+
+
+def _protect_placeholders(text: str) -> str:
+    for placeholder, token in _TOKENS.items():
+        text = text.replace(placeholder, token)
+    return text
+
+
+def _restore_placeholders(value: Any) -> Any:
+    if isinstance(value, str):
+        for placeholder, token in _TOKENS.items():
+            value = value.replace(token, placeholder)
+        return value
+    if isinstance(value, dict):
+        return {_restore_placeholders(k): _restore_placeholders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore_placeholders(v) for v in value]
+    return value
+
+
 def load_spec(path: str | Path) -> ReleaseSpec:
     """Load and validate a release spec; raise SpecError listing every problem found."""
     path = Path(path)
     file = str(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = _protect_placeholders(path.read_text(encoding="utf-8"))
+        raw = _restore_placeholders(yaml.safe_load(text))
     except OSError as exc:
         raise SpecError([Problem(file, "", f"cannot read the spec: {exc.strerror}")]) from None
     except yaml.YAMLError as exc:
