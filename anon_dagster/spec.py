@@ -207,6 +207,9 @@ class PublicationSpec(_Model):
     epsilon: float | None = Field(default=None, gt=0)
     total_epsilon: float | None = Field(default=None, gt=0)
     aggregates: dict[str, Any] | None = None
+    # how the population's epsilon budget composes across releases (see docs/release.md)
+    budget_composition: Literal["basic", "advanced"] = "basic"
+    delta: float | None = Field(default=None, gt=0, lt=1)
 
 
 class ReleaseSpec(_Model):
