@@ -1,0 +1,263 @@
+"""Equivalence classes of a table over its quasi-identifiers, computed once and vectorized.
+
+Definition. Two rows are in the same equivalence class when they agree on every
+quasi-identifier (QI). Every risk and utility figure of :mod:`anon_dagster.risk` derives from
+the class of each row (``row_class``) and the size of each class (``sizes``).
+
+Missing values (NaN, None, NA, NaT) in a QI form a value of their own: rows missing the same QI
+share a class, and a missing value never merges with a real one (dropping such rows, as some
+tools do, overstates k).
+
+Computation: every QI column is factorized into dense integer codes (the codes of a pandas
+categorical or of an Arrow dictionary column are used as they are), the codes are combined
+into one int64 key by mixed-radix arithmetic (``key = key * cardinality + code``; the key is
+re-factorized to dense codes before the product of cardinalities would overflow), and classes
+are counted with ``np.bincount`` (or a hash factorization when the key space is much larger
+than the table). Nothing loops over rows or classes in Python. Only positions are used, never
+index labels, so any index (shuffled, duplicated, non-integer) gives the same classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import DataError
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+# Above this many possible keys per row the key space is counted by hashing instead of bincount,
+# so memory stays proportional to the table, not to the product of cardinalities.
+_DENSE_KEYS_PER_ROW = 2
+
+
+def factorize_column(series: pd.Series) -> tuple[np.ndarray, int]:
+    """Dense codes of one column and its cardinality; missing values get a code of their own.
+
+    Returns ``(codes, cardinality)`` with ``codes`` an integer array (0 <= code < cardinality,
+    positional). Categorical columns use their category codes and Arrow dictionary columns their
+    dictionary indices without re-hashing the values (unused categories leave gaps, which the
+    class counting removes). Missing values get code ``cardinality - 1``.
+    """
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy()
+        n = len(dtype.categories)
+        return _missing_last(codes, n)
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype):
+        return _factorize_arrow_dictionary(series)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=False)
+    return _missing_last(codes, len(uniques))
+
+
+def _missing_last(codes: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    """Replace the missing sentinel -1 by ``n`` (a value of its own)."""
+    if len(codes) and codes.min() < 0:
+        codes = codes.astype(np.int64, copy=True)
+        codes[codes < 0] = n
+        return codes, n + 1
+    return codes, max(n, 1)
+
+
+def _factorize_arrow_dictionary(series: pd.Series) -> tuple[np.ndarray, int]:
+    chunked = series.array.__arrow_array__()
+    if isinstance(chunked, pa.Array):
+        chunked = pa.chunked_array([chunked])
+    chunked = chunked.unify_dictionaries()
+    if chunked.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), 1
+    dictionary = chunked.chunk(0).dictionary
+    # A dictionary may itself hold nulls or repeated values: map its entries to dense codes so
+    # equal values (and every null) share one code.
+    dict_codes, uniques = pd.factorize(
+        pd.Series(dictionary.to_pandas(types_mapper=None)), use_na_sentinel=True
+    )
+    n = len(uniques)
+    remap = np.where(dict_codes < 0, n, dict_codes).astype(np.int64)
+    null_code = len(dictionary)
+    remap = np.append(remap, n)  # index null_code: a null index is a missing value too
+    indices = np.concatenate(
+        [
+            chunk.indices.fill_null(null_code).to_numpy(zero_copy_only=False).astype(np.int64)
+            for chunk in chunked.chunks
+        ]
+    )
+    codes = remap[indices]
+    if len(codes) and codes.max() == n:
+        return codes, n + 1
+    return codes, max(n, 1)
+
+
+def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dense class ids of ``key`` (values in [0, space)) and the size of each class."""
+    n = len(key)
+    if space <= max(_DENSE_KEYS_PER_ROW * n, 1 << 16):
+        counts = np.bincount(key, minlength=space)
+        present = counts > 0
+        class_of_key = np.cumsum(present, dtype=np.int64) - 1
+        return class_of_key[key], counts[present].astype(np.int64)
+    row_class, _ = pd.factorize(key, sort=False)
+    row_class = row_class.astype(np.int64, copy=False)
+    return row_class, np.bincount(row_class).astype(np.int64)
+
+
+def combine_codes(codes: Sequence[np.ndarray], cardinalities: Sequence[int], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row class ids and class sizes from per-column codes (mixed-radix key, then bincount)."""
+    if not codes:
+        return np.zeros(n_rows, dtype=np.int64), np.array([n_rows] if n_rows else [], dtype=np.int64)
+    key = np.asarray(codes[0]).astype(np.int64, copy=True)
+    space = int(max(cardinalities[0], 1))
+    for col, card in zip(codes[1:], cardinalities[1:], strict=True):
+        card = int(max(card, 1))
+        if space > _INT64_MAX // card:
+            # The next product would overflow int64: relabel the key to dense codes first.
+            key, sizes = _dense(key, space)
+            space = len(sizes)
+        if card > 1:
+            key *= card
+            key += col
+        space *= card
+    return _dense(key, space)
+
+
+class EquivalenceClasses:
+    """The equivalence classes of a table over its quasi-identifiers.
+
+    Attributes:
+        qis: the quasi-identifier column names, in the order given.
+        row_class: int64 array, the class id (0..n_classes-1) of each row, by position.
+        sizes: int64 array, the number of rows of each class.
+        n_rows, n_classes: table rows and number of classes.
+
+    Class ids are dense and deterministic for a given input, but carry no meaning of their own;
+    use :meth:`keys` for each class's QI values.
+    """
+
+    def __init__(self, qis: Sequence[str], row_class: np.ndarray, sizes: np.ndarray,
+                 frame: pd.DataFrame | None = None, codes: Sequence[np.ndarray] | None = None):
+        self.qis = list(qis)
+        self.row_class = row_class
+        self.sizes = sizes
+        self.n_rows = int(len(row_class))
+        self.n_classes = int(len(sizes))
+        self._frame = frame
+        self._codes = codes
+        self._first: np.ndarray | None = None
+
+    # ----- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, qis: Sequence[str]) -> EquivalenceClasses:
+        """Classes of ``df`` over the columns ``qis`` (missing values are a value of their own).
+
+        Raises DataError naming a QI that is not a column of ``df``. An empty QI list puts every
+        row in one class.
+        """
+        qis = list(qis)
+        absent = [q for q in qis if q not in df.columns]
+        if absent:
+            raise DataError(
+                f"quasi-identifier {absent[0]!r} is not a column of the data "
+                f"(columns: {', '.join(map(str, df.columns))})"
+            )
+        if len(set(qis)) != len(qis):
+            dup = next(q for q in qis if qis.count(q) > 1)
+            raise DataError(f"quasi-identifier {dup!r} is listed twice")
+        factorized = [factorize_column(df[q]) for q in qis]
+        codes = [c for c, _ in factorized]
+        cards = [k for _, k in factorized]
+        row_class, sizes = combine_codes(codes, cards, len(df))
+        return cls(qis, row_class, sizes, frame=df[qis] if qis else None)
+
+    @classmethod
+    def from_codes(cls, codes: Sequence[np.ndarray], cardinalities: Sequence[int],
+                   qis: Sequence[str] | None = None, check: bool = True) -> EquivalenceClasses:
+        """Classes from already-coded columns: ``codes[i]`` holds values in [0, cardinalities[i]).
+
+        This is how a lattice search rolls a node up without touching the data again: map each
+        column's level-0 codes through the hierarchy's ``level_codes`` and call this. ``qis``
+        names the columns (default ``q0, q1, ...``); ``check=False`` skips the range check.
+        """
+        codes = [np.asarray(c) for c in codes]
+        if len(codes) != len(cardinalities):
+            raise ValueError("codes and cardinalities must have the same length")
+        names = list(qis) if qis is not None else [f"q{i}" for i in range(len(codes))]
+        if len(names) != len(codes):
+            raise ValueError("qis and codes must have the same length")
+        n_rows = len(codes[0]) if codes else 0
+        for name, c, card in zip(names, codes, cardinalities, strict=True):
+            if len(c) != n_rows:
+                raise ValueError(f"codes of {name!r} have {len(c)} rows, expected {n_rows}")
+            if check and len(c) and (c.min() < 0 or c.max() >= card):
+                raise ValueError(f"codes of {name!r} fall outside [0, {card})")
+        row_class, sizes = combine_codes(codes, cardinalities, n_rows)
+        return cls(names, row_class, sizes, codes=codes)
+
+    # ----- views ---------------------------------------------------------------------------
+    @property
+    def first_rows(self) -> np.ndarray:
+        """Position of the first row of each class (int64, one per class)."""
+        if self._first is None:
+            first = np.full(self.n_classes, self.n_rows, dtype=np.int64)
+            np.minimum.at(first, self.row_class, np.arange(self.n_rows, dtype=np.int64))
+            self._first = first
+        return self._first
+
+    def keys(self) -> pd.DataFrame:
+        """One row per class (in class-id order) with the class's QI values.
+
+        For classes built from codes, the values are the codes.
+        """
+        first = self.first_rows
+        if self._frame is not None:
+            return self._frame.iloc[first].reset_index(drop=True)
+        if self._codes is not None:
+            return pd.DataFrame({q: c[first] for q, c in zip(self.qis, self._codes, strict=True)})
+        return pd.DataFrame(index=range(self.n_classes))
+
+    def row_sizes(self) -> np.ndarray:
+        """The size of each row's class (int64, one per row)."""
+        return self.sizes[self.row_class]
+
+    def counts_by(self, codes: np.ndarray, n_values: int, sparse: bool = False):
+        """Per-class counts of a coded column: matrix ``n_classes × n_values``.
+
+        ``codes`` holds one code in [0, n_values) per row (by position). Dense int64 array by
+        default; ``sparse=True`` returns a ``scipy.sparse.csr_matrix`` (for many classes times
+        many values).
+        """
+        codes = np.asarray(codes)
+        if len(codes) != self.n_rows:
+            raise ValueError(f"codes have {len(codes)} rows, the classes {self.n_rows}")
+        if sparse:
+            from scipy.sparse import csr_matrix
+
+            cls_, val, cnt = self.pair_counts(codes, n_values)
+            return csr_matrix((cnt, (cls_, val)), shape=(self.n_classes, n_values))
+        flat = np.bincount(self.row_class * n_values + codes, minlength=self.n_classes * n_values)
+        return flat.reshape(self.n_classes, n_values).astype(np.int64, copy=False)
+
+    def pair_counts(self, codes: np.ndarray, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The non-zero cells of the class × value count matrix, sorted by class then value.
+
+        Returns ``(class_id, value_code, count)`` arrays. Memory is proportional to the table,
+        whatever ``n_classes × n_values`` is.
+        """
+        key = self.row_class * n_values + np.asarray(codes, dtype=np.int64)
+        space = self.n_classes * n_values
+        if space <= max(_DENSE_KEYS_PER_ROW * self.n_rows, 1 << 16):
+            flat = np.bincount(key, minlength=space)
+            cells = np.flatnonzero(flat)
+            counts = flat[cells]
+        else:
+            ids, uniques = pd.factorize(key, sort=False)
+            counts = np.bincount(ids)
+            order = np.argsort(uniques, kind="stable")
+            cells = uniques[order]
+            counts = counts[order]
+        return cells // n_values, cells % n_values, counts.astype(np.int64, copy=False)
+
+    def __repr__(self) -> str:
+        return f"EquivalenceClasses(qis={self.qis}, n_rows={self.n_rows}, n_classes={self.n_classes})"
