@@ -1,0 +1,33 @@
+"""Release: the publication ledger, composition checks, DP aggregates and the risk report.
+
+Plain Python (no Dagster imports): the Dagster layer and the CLI call these functions.
+See docs/release.md for how they fit together.
+"""
+
+from .composition import CompositionResult, check_composition, class_assignment
+from .ledger import (
+    BudgetExceeded,
+    ClassAssignmentRows,
+    Ledger,
+    LedgerError,
+    Publication,
+    compose_epsilons,
+    dataset_hash,
+    default_ledger_path,
+    linkage_pseudonyms,
+)
+
+__all__ = [
+    "BudgetExceeded",
+    "ClassAssignmentRows",
+    "CompositionResult",
+    "Ledger",
+    "LedgerError",
+    "Publication",
+    "check_composition",
+    "class_assignment",
+    "compose_epsilons",
+    "dataset_hash",
+    "default_ledger_path",
+    "linkage_pseudonyms",
+]

@@ -1,0 +1,173 @@
+"""Composition checks: intersection attack, effective k, sequential releases."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anon_dagster.release.composition import check_composition, class_assignment
+from anon_dagster.release.ledger import Ledger
+
+KEY = b"linkage-key-for-tests-0123456789"
+
+
+def _population(n: int = 600, seed: int = 7) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "patient_id": [f"P{i:05d}" for i in range(n)],
+        "age": rng.integers(20, 80, n),
+        "sex": rng.choice(["F", "M"], n),
+        "province": rng.choice(["Madrid", "Toledo", "Avila"], n),
+        "profession": rng.choice(["nurse", "teacher", "farmer", "clerk"], n),
+    })
+
+
+def _five_anonymous(df: pd.DataFrame, qis: list[str], k: int = 5) -> pd.DataFrame:
+    """Generalize age to 20-year bins and suppress the classes smaller than k."""
+    out = df.copy()
+    lower = (out["age"] // 20) * 20
+    out["age"] = lower.astype(str) + "-" + (lower + 19).astype(str)
+    size = out.groupby(qis)["patient_id"].transform("size")
+    return out[size >= k]
+
+
+def _brute_force(new: pd.DataFrame, old: pd.DataFrame, qn: list[str], qo: list[str]) -> dict[str, int]:
+    """Per person of ``new``: |people sharing their class in new and in old| (or in new alone)."""
+    new_class = {p: tuple(r) for p, r in zip(new["patient_id"], new[qn].itertuples(index=False), strict=True)}
+    old_class = {p: tuple(r) for p, r in zip(old["patient_id"], old[qo].itertuples(index=False), strict=True)}
+    out = {}
+    for p, c in new_class.items():
+        same_new = {q for q, cq in new_class.items() if cq == c}
+        if p in old_class:
+            same = {q for q in same_new if old_class.get(q) == old_class[p]}
+        else:
+            same = same_new
+        out[p] = len(same)
+    return out
+
+
+def _record(ledger, release, df, qis, partition="2024", population="patients"):
+    a = class_assignment(df[qis], qis, df["patient_id"], linkage_key=KEY)
+    return ledger.record(release=release, partition=partition, population=population, spec_hash="s",
+                         data_hash=f"{release}-{len(df)}", qis=dict.fromkeys(qis, 1), k=5, assignment=a)
+
+
+def test_two_five_anonymous_releases_fail_composition(tmp_path):
+    """The must-show case: {age, sex, province} then {age, sex, profession} of the same people."""
+    pop = _population()
+    q1, q2 = ["age", "sex", "province"], ["age", "sex", "profession"]
+    r1, r2 = _five_anonymous(pop, q1), _five_anonymous(pop, q2)
+    for release, qis in ((r1, q1), (r2, q2)):
+        assert release.groupby(qis).size().min() >= 5  # each is 5-anonymous alone
+        assert len(release) > 0.9 * len(pop)
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    _record(ledger, "by_province", r1, q1)
+
+    new = class_assignment(r2[q2], q2, r2["patient_id"], linkage_key=KEY)
+    result = check_composition(new, ledger, population="patients", release="by_profession",
+                               partition="2024", min_k=5)
+    expected = _brute_force(r2, r1, q2, q1)
+    assert not result.passed
+    assert result.effective_k == min(expected.values()) < 5
+    assert result.exposed_persons == sum(v < 5 for v in expected.values()) > 0
+    assert result.persons == len(r2)
+    # the example names the two classes by their generalized values, never a person
+    assert set(result.example["new_class"]) == set(q2)
+    assert set(result.example["earlier_class"]) == set(q1)
+    dumped = json.dumps(result.to_dict())
+    assert "P0" not in dumped and "linkage" not in dumped
+    assert "k1*k2/N" in result.text and "FAILED" in result.text
+
+    relaxed = check_composition(new, ledger, population="patients", release="by_profession",
+                                partition="2024", min_k=1)
+    assert relaxed.passed and relaxed.effective_k == result.effective_k
+    published = _record(ledger, "by_profession", r2, q2)
+    assert published.action == "inserted"
+    assert len(ledger.entries(population="patients")) == 2
+
+
+def test_other_populations_and_the_same_partition_are_not_composed(tmp_path):
+    pop = _population(200)
+    q = ["age", "sex"]
+    r = _five_anonymous(pop, q)
+    ledger = Ledger(tmp_path / "l.sqlite")
+    # the same people under another population name, with QIs that would single them out
+    _record(ledger, "other", pop.assign(age=pop["age"].astype(str)), ["age", "sex", "profession"],
+            population="employees")
+    # the same release and partition (it is being re-published, so it would be superseded)
+    _record(ledger, "mine", pop.assign(age=pop["age"].astype(str)), ["age", "sex", "province"])
+    new = class_assignment(r[q], q, r["patient_id"], linkage_key=KEY)
+    result = check_composition(new, ledger, population="patients", release="mine", partition="2024", min_k=5)
+    assert result.compared == [] and result.passed
+    assert result.effective_k == r.groupby(q).size().min()
+
+
+def test_absent_persons_are_compared_with_the_new_release_alone(tmp_path):
+    # new release: one class {a, b, c}; old release holds only a and b, in different classes
+    new = class_assignment(pd.DataFrame({"x": ["1", "1", "1"]}), ["x"], ["a", "b", "c"])
+    ledger = Ledger(tmp_path / "l.sqlite")
+    old = class_assignment(pd.DataFrame({"y": ["u", "v"]}), ["y"], ["a", "b"])
+    ledger.record(release="old", partition="", population="p", spec_hash="s", data_hash="h",
+                  qis={"y": 0}, k=1, assignment=old)
+    result = check_composition(new, ledger, population="p", release="new", partition="", min_k=2)
+    # a and b are each alone in (new class, old class); c is only compared with {a, b, c}
+    assert result.effective_k == 1
+    assert result.exposed_persons == 2
+    assert result.compared[0].common_persons == 2
+    assert result.example["new_class"] == {"x": "1"}
+    assert result.example["earlier_class"] in ({"y": "u"}, {"y": "v"})
+
+
+def test_sequential_release_reveals_who_joined(tmp_path):
+    ledger = Ledger(tmp_path / "l.sqlite")
+    v1 = class_assignment(pd.DataFrame({"g": ["A"] * 5 + ["B"] * 5}), ["g"], [f"p{i}" for i in range(10)])
+    ledger.record(release="monthly", partition="2024-01", population="p", spec_hash="s", data_hash="1",
+                  qis={"g": 0}, k=5, assignment=v1)
+    # next month: class A gains exactly one person (p10), class B is unchanged
+    persons = [f"p{i}" for i in range(10)] + ["p10"]
+    v2 = class_assignment(pd.DataFrame({"g": ["A"] * 5 + ["B"] * 5 + ["A"]}), ["g"], persons)
+    result = check_composition(v2, ledger, population="p", release="monthly", partition="2024-02", min_k=5)
+    assert [s.changed_by_one for s in result.sequential] == [1]
+    assert result.sequential[0].shared_signatures == 2
+    assert "changed by exactly one person" in result.text
+
+
+def test_no_earlier_publication_gives_the_class_size_alone(tmp_path):
+    ledger = Ledger(tmp_path / "l.sqlite")
+    # person p0 has two rows in two classes: both count as places they can be found
+    a = class_assignment(pd.DataFrame({"g": ["A", "A", "B", "B", "B"]}), ["g"], ["p0", "p1", "p0", "p2", "p3"])
+    result = check_composition(a, ledger, population="p", release="r", partition="", min_k=2)
+    assert result.effective_k == 2 and result.passed and result.persons == 4
+    assert result.joint_effective_k == 2
+
+
+@st.composite
+def _releases(draw):
+    n = draw(st.integers(2, 25))
+    persons = [f"p{i}" for i in range(n)]
+    new_cls = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    present = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    old_cls = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    new = pd.DataFrame({"patient_id": persons, "a": [str(c) for c in new_cls]})
+    old = pd.DataFrame({"patient_id": persons, "b": [str(c) for c in old_cls]})[present]
+    return new, old
+
+
+@settings(max_examples=40, deadline=None)
+@given(_releases())
+def test_vectorized_effective_k_matches_brute_force(tmp_path_factory, releases):
+    new, old = releases
+    ledger = Ledger(tmp_path_factory.mktemp("l") / "l.sqlite")
+    if len(old):
+        ledger.record(release="old", partition="", population="p", spec_hash="s", data_hash="h",
+                      qis={"b": 0}, k=1, assignment=class_assignment(old[["b"]], ["b"], old["patient_id"]))
+    a = class_assignment(new[["a"]], ["a"], new["patient_id"])
+    result = check_composition(a, ledger, population="p", release="new", partition="", min_k=3)
+    expected = _brute_force(new, old, ["a"], ["b"])
+    assert result.effective_k == min(expected.values())
+    assert result.exposed_persons == sum(v < 3 for v in expected.values())
+    assert result.joint_effective_k <= result.effective_k
