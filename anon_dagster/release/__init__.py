@@ -5,6 +5,15 @@ See docs/release.md for how they fit together.
 """
 
 from .composition import CompositionResult, check_composition, class_assignment
+from .dp import (
+    AggregatesConfig,
+    DPAggregates,
+    aggregates_config,
+    budget_population,
+    discrete_laplace,
+    dp_aggregates,
+    epsilon_spend,
+)
 from .ledger import (
     BudgetExceeded,
     ClassAssignmentRows,
@@ -18,6 +27,13 @@ from .ledger import (
 )
 
 __all__ = [
+    "AggregatesConfig",
+    "DPAggregates",
+    "aggregates_config",
+    "budget_population",
+    "discrete_laplace",
+    "dp_aggregates",
+    "epsilon_spend",
     "BudgetExceeded",
     "ClassAssignmentRows",
     "CompositionResult",
