@@ -1,0 +1,151 @@
+"""Tokenization: a random token per distinct identifier, the mapping kept encrypted by the key store.
+
+A token is ``tk_`` + 26 base32 characters of 16 random bytes: it is a function of nothing, so
+it reveals nothing, and only the mapping table (the *vault*) links it back. One vault per
+purpose, so tokens of two purposes never coincide. The vault is a file in the key store's
+folder (``tokens/<purpose>.vault``), never in the data folder, sealed with AES-256-GCM under
+``keystore.derive_key("token-vault:<purpose>", version)``; its header (purpose, key version) is
+the associated data. The same identifier always gets the same token, across runs and
+partitions, as long as the vault is kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fcntl
+import hashlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from ..errors import SecretError
+from ..io import write_bytes_atomic
+from .keystore import KeyStore
+from .methods import TOKEN_PREFIX
+
+VAULT_FORMAT = "anon_dagster.token_vault"
+
+
+def new_token() -> str:
+    """A fresh random token: ``tk_`` + base32 (lowercase, unpadded) of 16 random bytes."""
+    return TOKEN_PREFIX + base64.b32encode(secrets.token_bytes(16)).decode("ascii").rstrip("=").lower()
+
+
+def vault_path(keystore: KeyStore, purpose: str) -> Path:
+    """The vault file of ``purpose`` in the key store's folder (odd names are hashed)."""
+    name = purpose if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", purpose) and not purpose.startswith(".") \
+        else "p-" + hashlib.sha256(purpose.encode("utf-8")).hexdigest()[:32]
+    return keystore.require_state_dir() / "tokens" / f"{name}.vault"
+
+
+class TokenVault:
+    """The identifier → token table of one purpose, decrypted in memory."""
+
+    def __init__(self, keystore: KeyStore, purpose: str, path: Path, mapping: dict[str, str], version: int):
+        self.keystore = keystore
+        self.purpose = purpose
+        self.path = path
+        self.forward = mapping
+        self.version = version
+        self._reverse: dict[str, str] | None = None
+        self.changed = False
+
+    # -- loading and saving --
+    @classmethod
+    def load(cls, keystore: KeyStore, purpose: str) -> TokenVault:
+        path = vault_path(keystore, purpose)
+        if not path.exists():
+            return cls(keystore, purpose, path, {}, keystore.current_version)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            header = {k: doc[k] for k in ("format", "purpose", "key_version")}
+            nonce = base64.b64decode(doc["nonce"], validate=True)
+            ciphertext = base64.b64decode(doc["ciphertext"], validate=True)
+            if header["format"] != VAULT_FORMAT or header["purpose"] != purpose:
+                raise ValueError("header")
+            version = int(header["key_version"])
+        except (OSError, ValueError, KeyError, TypeError, binascii.Error):
+            raise SecretError(f"{path}: not a readable token vault for purpose {purpose!r} (corrupted?)") from None
+        key = keystore.derive_key(f"token-vault:{purpose}", version)
+        try:
+            plain = AESGCM(key).decrypt(nonce, ciphertext, _aad(header))
+            mapping = json.loads(plain)
+        except InvalidTag:
+            raise SecretError(f"{path}: the token vault was modified or belongs to another key store (seal does not verify)") from None
+        return cls(keystore, purpose, path, mapping, version)
+
+    def save(self, version: int | None = None) -> None:
+        """Seal the table (under key ``version``, default: the version it had) and write atomically."""
+        version = self.version if version is None else version
+        header = {"format": VAULT_FORMAT, "purpose": self.purpose, "key_version": version}
+        key = self.keystore.derive_key(f"token-vault:{self.purpose}", version)
+        nonce = secrets.token_bytes(12)
+        plain = json.dumps(self.forward, separators=(",", ":")).encode("utf-8")
+        ciphertext = AESGCM(key).encrypt(nonce, plain, _aad(header))
+        doc = {**header, "nonce": base64.b64encode(nonce).decode(), "ciphertext": base64.b64encode(ciphertext).decode()}
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_bytes_atomic(json.dumps(doc).encode("utf-8"), self.path, mode=0o600)
+        self.version = version
+        self.changed = False
+
+    # -- use --
+    def tokens_for(self, values: list[str]) -> list[str]:
+        """The token of each value, minting one for values not seen before."""
+        forward = self.forward
+        out = []
+        for value in values:
+            token = forward.get(value)
+            if token is None:
+                token = new_token()
+                forward[value] = token
+                self._reverse = None
+                self.changed = True
+            out.append(token)
+        return out
+
+    def lookup(self, token: str) -> str | None:
+        """The identifier a token stands for, or None if the vault does not know it."""
+        if self._reverse is None:
+            self._reverse = {t: v for v, t in self.forward.items()}
+        return self._reverse.get(token)
+
+    def __repr__(self) -> str:
+        return f"<TokenVault purpose={self.purpose!r} entries={len(self.forward)}>"
+
+
+def _aad(header: dict) -> bytes:
+    return json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+@contextmanager
+def open_vault(keystore: KeyStore, purpose: str, write: bool = True) -> Iterator[TokenVault]:
+    """The vault of ``purpose`` under an exclusive lock; saved on exit if new tokens were minted."""
+    path = vault_path(keystore, purpose)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock_fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(lock_fd, "r+") as lock:
+        # two runs minting tokens at once would each save a table missing the other's tokens
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            vault = TokenVault.load(keystore, purpose)
+            yield vault
+            if write and vault.changed:
+                vault.save()
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def token_pseudonyms(keystore: KeyStore, purpose: str, values: list[bytes]) -> pa.Array:
+    """Tokens of distinct values (UTF-8 bytes), minting and saving new ones."""
+    with open_vault(keystore, purpose) as vault:
+        tokens = vault.tokens_for([v.decode("utf-8") for v in values])
+    return pa.array(tokens, type=pa.large_string())
