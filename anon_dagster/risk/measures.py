@@ -1,0 +1,459 @@
+"""``measure_risk``: every risk and utility figure of a table from one computation of its classes.
+
+The equivalence classes (:class:`~anon_dagster.risk.classes.EquivalenceClasses`) are computed
+once; re-identification risk, l-diversity, t-closeness, population figures, utility and subgroup
+breakdowns are all derived from them. The metric names of ``RiskMeasures.to_dict()`` are a
+contract (DESIGN.md): rows, classes, k, uniques_fraction, prosecutor_max, prosecutor_avg,
+journalist_max, journalist_avg, marketer, l_distinct, l_entropy, t_closeness; ``None`` when not
+computable (no sensitive attribute, no population). Further keys are listed in docs/risk.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+from ..hierarchies import Hierarchy
+from ..io import read_table
+from .classes import EquivalenceClasses
+from .reidentification import journalist_figures, population_class_sizes, prosecutor_figures
+from .sensitive import (
+    CodedSensitive,
+    code_sensitive,
+    diversity,
+    recursive_l,
+    t_closeness,
+    total_variation,
+)
+from .utility import generalization_utility, generic_utility, utility_query_error
+
+CONTRACT_KEYS = (
+    "rows", "classes", "k", "uniques_fraction", "prosecutor_max", "prosecutor_avg",
+    "journalist_max", "journalist_avg", "marketer", "l_distinct", "l_entropy", "t_closeness",
+)
+
+# Class-size bins of the histogram: (label, smallest size, largest size or None)
+HISTOGRAM_BINS = (
+    ("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-9", 5, 9), ("10-19", 10, 19),
+    ("20-49", 20, 49), ("50-99", 50, 99), ("100-999", 100, 999), ("1000+", 1000, None),
+)
+
+DEFAULT_RISK_THRESHOLD = 0.2  # 1/5: a record in a class smaller than 5 is "at risk"
+
+
+@dataclass
+class SensitiveResult:
+    """Per-class attribute-disclosure figures of one sensitive attribute."""
+
+    name: str
+    l_distinct: np.ndarray
+    entropy: np.ndarray
+    t: np.ndarray
+    t_distance: str
+    tv: np.ndarray
+    l_recursive: np.ndarray | None = None
+
+    def summary(self, recursive_c: float | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "l_distinct": int(self.l_distinct.min()),
+            "l_entropy": float(math.exp(self.entropy.min())),
+            "entropy_min_nats": float(self.entropy.min()),
+            "t_closeness": float(self.t.max()),
+            "t_closeness_distance": self.t_distance,
+            "t_closeness_tv": float(self.tv.max()),
+        }
+        if self.l_recursive is not None:
+            out["l_recursive"] = int(self.l_recursive.min())
+            out["recursive_c"] = float(recursive_c)  # type: ignore[arg-type]
+        return out
+
+
+@dataclass
+class RiskMeasures:
+    """The risk and utility figures of one table (see docs/risk.md for every definition).
+
+    The twelve contract fields are the DESIGN.md metrics; ``extras`` holds the rest (histogram,
+    records at risk, per-class averages, population uniqueness, utility, breakdowns). ``classes``
+    and the per-class arrays stay available for reports and breakdowns but are not serialized.
+    """
+
+    rows: int
+    classes: int
+    k: int
+    uniques_fraction: float
+    prosecutor_max: float
+    prosecutor_avg: float
+    journalist_max: float | None = None
+    journalist_avg: float | None = None
+    marketer: float | None = None
+    l_distinct: int | None = None
+    l_entropy: float | None = None
+    t_closeness: float | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    equivalence_classes: EquivalenceClasses | None = field(default=None, repr=False)
+    sensitive_results: list[SensitiveResult] = field(default_factory=list, repr=False)
+    population_sizes: np.ndarray | None = field(default=None, repr=False)
+    risk_threshold: float = DEFAULT_RISK_THRESHOLD
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract keys, then the extras; plain ints/floats/strings/lists only (JSON-safe)."""
+        out = {key: getattr(self, key) for key in CONTRACT_KEYS}
+        out.update(self.extras)
+        return _json_safe(out)
+
+    # ----- per class and per record ---------------------------------------------------------
+    def class_table(self) -> pd.DataFrame:
+        """One row per class: its QI values, size, prosecutor risk, and what else was measured."""
+        ec = self._ec()
+        table = ec.keys()
+        table["size"] = ec.sizes
+        table["prosecutor_risk"] = 1.0 / ec.sizes
+        if self.population_sizes is not None:
+            table["population_size"] = self.population_sizes
+            table["journalist_risk"] = 1.0 / self.population_sizes
+        for res in self.sensitive_results:
+            prefix = "" if len(self.sensitive_results) == 1 else f"{res.name}:"
+            table[f"{prefix}l_distinct"] = res.l_distinct
+            table[f"{prefix}l_entropy"] = np.exp(res.entropy)
+            table[f"{prefix}t"] = res.t
+        return table
+
+    def record_risk(self) -> np.ndarray:
+        """Prosecutor risk ``1 / n_c`` of each row, by position."""
+        ec = self._ec()
+        return 1.0 / ec.sizes[ec.row_class]
+
+    def breakdown(self, groups: pd.Series | np.ndarray | Sequence[object], name: str = "group") -> pd.DataFrame:
+        """Every per-record figure aggregated per subgroup (one value per row, by position).
+
+        Per group: rows, classes touched, k (smallest class of its rows), uniques_fraction,
+        prosecutor max/avg (mean over the group's rows of ``1/n_c``), records_at_risk, and when
+        measured l_distinct/l_entropy (worst class touched), t_closeness (largest),
+        journalist_max and marketer. Missing group values form a group of their own. The
+        classes are those of the whole table: a minority's figures are its own rows' risks.
+        """
+        ec = self._ec()
+        groups = np.asarray(groups, dtype=object) if not isinstance(groups, pd.Series) else groups
+        if len(groups) != ec.n_rows:
+            raise DataError(f"breakdown: {len(groups)} group values for {ec.n_rows} rows")
+        codes, uniques = pd.factorize(pd.Series(np.asarray(groups, dtype=object)), use_na_sentinel=True)
+        labels = [*list(uniques), None]
+        codes = np.where(codes < 0, len(uniques), codes)
+        rc = ec.row_class
+        size = ec.sizes[rc]
+        frame = pd.DataFrame({
+            "g": codes, "cls": rc, "size": size, "risk": 1.0 / size,
+            "unique": size == 1, "at_risk": 1.0 / size > self.risk_threshold,
+        })
+        agg: dict[str, tuple[str, str]] = {
+            "rows": ("size", "size"), "classes": ("cls", "nunique"), "k": ("size", "min"),
+            "uniques_fraction": ("unique", "mean"), "prosecutor_max": ("risk", "max"),
+            "prosecutor_avg": ("risk", "mean"), "records_at_risk": ("at_risk", "mean"),
+        }
+        if self.population_sizes is not None:
+            frame["jrisk"] = 1.0 / self.population_sizes[rc]
+            agg["journalist_max"] = ("jrisk", "max")
+            agg["marketer"] = ("jrisk", "mean")
+        if self.sensitive_results:
+            frame["l"] = np.min([r.l_distinct[rc] for r in self.sensitive_results], axis=0)
+            frame["h"] = np.min([r.entropy[rc] for r in self.sensitive_results], axis=0)
+            frame["t"] = np.max([r.t[rc] for r in self.sensitive_results], axis=0)
+            agg.update(l_distinct=("l", "min"), l_entropy=("h", "min"), t_closeness=("t", "max"))
+        out = frame.groupby("g", sort=True).agg(**agg)
+        if "l_entropy" in out:
+            out["l_entropy"] = np.exp(out["l_entropy"])
+        out.index = pd.Index([labels[i] for i in out.index], name=name)
+        return out.sort_values(["k", "rows"], kind="stable")
+
+    def _ec(self) -> EquivalenceClasses:
+        if self.equivalence_classes is None:
+            raise ValueError("these measures were loaded without their equivalence classes")
+        return self.equivalence_classes
+
+
+def class_size_histogram(sizes: np.ndarray) -> list[dict[str, Any]]:
+    """Classes and rows per class-size bin (bins of :data:`HISTOGRAM_BINS`, empty ones too)."""
+    out = []
+    for label, low, high in HISTOGRAM_BINS:
+        mask = (sizes >= low) & (sizes <= (high if high is not None else np.iinfo(np.int64).max))
+        out.append({"sizes": label, "classes": int(mask.sum()), "rows": int(sizes[mask].sum())})
+    return out
+
+
+def _as_list(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return list(value)
+
+
+def _per_attribute(option: Any, name: str) -> Any:
+    if isinstance(option, Mapping):
+        return option.get(name)
+    return option
+
+
+def measure_risk(
+    df: pd.DataFrame,
+    quasi_identifiers: str | Sequence[str],
+    sensitive: str | Sequence[str] | None = None,
+    population: pd.DataFrame | str | Path | None = None,
+    sampling_fraction: float | None = None,
+    count_column: str | None = None,
+    *,
+    sensitive_kind: str | Mapping[str, str] | None = None,
+    sensitive_order: Sequence[object] | Mapping[str, Sequence[object]] | None = None,
+    sensitive_hierarchy: Hierarchy | Mapping[str, Hierarchy] | None = None,
+    risk_threshold: float | None = None,
+    recursive_c: float | None = None,
+    subgroup: str | Sequence[str] | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    original: pd.DataFrame | None = None,
+    suppressed: int = 0,
+    utility_queries: Sequence[Any] | None = None,
+    k: int | None = None,
+    uniqueness: bool = True,
+    bootstrap: int = 200,
+    seed: int = 0,
+    population_source: str | None = None,
+) -> RiskMeasures:
+    """Measure the re-identification risk, attribute disclosure and utility of ``df``.
+
+    Args:
+        df: the table as it would be published (any index; rows are taken by position).
+        quasi_identifiers: QI column names (a list, or one comma-separated string).
+        sensitive: sensitive column(s); l-diversity and t-closeness are ``None`` without one.
+            With several, the contract figures are the worst over them and
+            ``extras["sensitive_attributes"]`` has each one's.
+        population: the population the table was drawn from (DataFrame or csv/parquet path),
+            microdata or, with ``count_column``, a frequency table; gives journalist/marketer
+            risk and k-map.
+        sampling_fraction: ``f`` in (0, 1]; without a population, journalist/marketer use the
+            estimate ``F_c = n_c / f``; population uniqueness is estimated at ``f`` (or at
+            ``rows / population size`` when only a population is given).
+        count_column: the population's column of counts.
+        sensitive_kind: ``nominal`` (total variation), ``ordinal`` or ``numeric`` (ordered EMD),
+            per attribute with a mapping; a ``sensitive_hierarchy`` selects hierarchical EMD.
+        sensitive_order: the order of an ordinal attribute's values.
+        risk_threshold: records whose risk exceeds it are "at risk" (default 0.2).
+        recursive_c: ``c`` of recursive (c, l)-diversity; reports ``l_recursive``.
+        subgroup: column(s) to break every per-record figure down by.
+        hierarchies, original, suppressed: generalization loss/precision of ``df`` (a published
+            table) against ``original``; ``suppressed`` rows count in loss and discernibility.
+        utility_queries: ``(name, group_by, target)`` tuples, mappings or spec objects, whose
+            error against ``original`` is reported in percentage points.
+        k: the anonymization's k, for the normalized AECS.
+        uniqueness, bootstrap, seed: population-uniqueness estimation and its bootstrap.
+
+    Raises DataError (a UserError) naming the column or value for bad input: empty table, no
+    QI, a missing column, a column both QI and sensitive, ``f`` outside (0, 1], a population
+    lacking some sample class.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"measure_risk needs a pandas DataFrame, got {type(df).__name__}")
+    qis = _as_list(quasi_identifiers)
+    sens = _as_list(sensitive)
+    if not qis:
+        raise DataError("no quasi-identifiers given: name at least one QI column")
+    if len(df) == 0:
+        raise DataError("the table is empty: there are no rows to measure")
+    columns = set(df.columns)
+    for col in [*qis, *sens]:
+        if col not in columns:
+            role = "quasi-identifier" if col in qis else "sensitive attribute"
+            raise DataError(f"{role} {col!r} is not a column of the data")
+    both = [c for c in sens if c in qis]
+    if both:
+        raise DataError(f"column {both[0]!r} is given both as quasi-identifier and as sensitive attribute")
+    if sampling_fraction is not None:
+        try:
+            f_ok = 0.0 < float(sampling_fraction) <= 1.0
+        except (TypeError, ValueError):
+            f_ok = False
+        if not f_ok:
+            raise DataError(f"sampling fraction {sampling_fraction!r} is outside (0, 1]")
+        sampling_fraction = float(sampling_fraction)
+    if count_column is not None and population is None:
+        raise DataError(f"count column {count_column!r} given without a population")
+    threshold = DEFAULT_RISK_THRESHOLD if risk_threshold is None else float(risk_threshold)
+    if recursive_c is not None and not recursive_c > 0:
+        raise DataError(f"recursive (c, l)-diversity needs c > 0, got {recursive_c!r}")
+
+    ec = EquivalenceClasses.from_frame(df, qis)
+    sizes = ec.sizes
+    n = ec.n_rows
+    k_value = int(sizes.min())
+    pros = prosecutor_figures(sizes, n, threshold)
+    extras: dict[str, Any] = {
+        "quasi_identifiers": qis,
+        "sensitive": sens or None,
+        "uniques": int((sizes == 1).sum()),
+        "prosecutor_avg_per_class": pros["prosecutor_avg_per_class"],
+        "records_at_risk": pros["records_at_risk"],
+        "risk_threshold": threshold,
+        "class_size_histogram": class_size_histogram(sizes),
+    }
+    measures = RiskMeasures(
+        rows=n, classes=ec.n_classes, k=k_value,
+        uniques_fraction=float(sizes[sizes == 1].sum() / n),
+        prosecutor_max=pros["prosecutor_max"], prosecutor_avg=pros["prosecutor_avg"],
+        extras=extras, equivalence_classes=ec, risk_threshold=threshold,
+    )
+
+    # ----- attribute disclosure ------------------------------------------------------------
+    for name in sens:
+        coded = code_sensitive(
+            df[name], name,
+            kind=_per_attribute(sensitive_kind, name) or "nominal",
+            order=_per_attribute(sensitive_order, name),
+            hierarchy=_per_attribute(sensitive_hierarchy, name),
+        )
+        measures.sensitive_results.append(_sensitive(ec, coded, recursive_c))
+    if sens:
+        summaries = {r.name: r.summary(recursive_c) for r in measures.sensitive_results}
+        measures.l_distinct = min(s["l_distinct"] for s in summaries.values())
+        measures.l_entropy = min(s["l_entropy"] for s in summaries.values())
+        worst_t = max(summaries.values(), key=lambda s: s["t_closeness"])
+        measures.t_closeness = worst_t["t_closeness"]
+        extras["t_closeness_distance"] = worst_t["t_closeness_distance"]
+        extras["t_closeness_tv"] = max(s["t_closeness_tv"] for s in summaries.values())
+        if recursive_c is not None:
+            extras["l_recursive"] = min(s["l_recursive"] for s in summaries.values())
+            extras["recursive_c"] = float(recursive_c)
+        if len(sens) > 1:
+            extras["sensitive_attributes"] = summaries
+
+    # ----- population: journalist, marketer, k-map, uniqueness -----------------------------
+    population_size: float | None = None
+    if population is not None:
+        source = population_source or (str(population) if isinstance(population, str | Path) else "population")
+        if isinstance(population, str | Path):
+            population = read_table(population)
+        F = population_class_sizes(ec, population, count_column, source=source)
+        population_size = float(
+            pd.to_numeric(population[count_column]).sum() if count_column else len(population)
+        )
+        extras["journalist_model"] = "population"
+        extras["population_size"] = population_size
+        extras["k_map"] = int(F.min()) if np.all(F == np.floor(F)) else float(F.min())
+    elif sampling_fraction is not None:
+        F = sizes / sampling_fraction
+        extras["journalist_model"] = "estimated from the sampling fraction (F = n_c / f)"
+    else:
+        F = None
+    if F is not None:
+        jf = journalist_figures(sizes, F, n, threshold)
+        measures.journalist_max = jf["journalist_max"]
+        measures.journalist_avg = jf["journalist_avg"]
+        measures.marketer = jf["marketer"]
+        extras["journalist_records_at_risk"] = jf["journalist_records_at_risk"]
+        measures.population_sizes = F
+
+    f_used = sampling_fraction
+    if f_used is None and population_size:
+        f_used = min(n / population_size, 1.0)
+    if f_used is not None:
+        extras["sampling_fraction"] = f_used
+        if uniqueness:
+            extras["population_uniqueness"] = _population_uniqueness(sizes, f_used, bootstrap, seed)
+
+    # ----- utility -------------------------------------------------------------------------
+    extras.update(generic_utility(ec, suppressed=suppressed, k=k))
+    if hierarchies and original is not None:
+        extras.update(generalization_utility(df, original, hierarchies, suppressed=suppressed))
+    if utility_queries:
+        if original is None:
+            raise DataError("utility queries need the original table to compare with")
+        extras["utility_queries"] = _queries(original, df, utility_queries)
+
+    # ----- breakdowns ----------------------------------------------------------------------
+    groups = _as_list(subgroup)
+    if groups:
+        extras["subgroups"] = {}
+        for g in groups:
+            if g not in columns:
+                raise DataError(f"subgroup column {g!r} is not a column of the data")
+            table = measures.breakdown(df[g], name=g)
+            extras["subgroups"][g] = [
+                {"value": value, **row} for value, row in zip(table.index, table.to_dict("records"), strict=True)
+            ]
+    return measures
+
+
+def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float | None) -> SensitiveResult:
+    cells = ec.pair_counts(coded.codes, coded.n_values)
+    cls, val, cnt = cells
+    div = diversity(ec, cls, cnt)
+    t, distance = t_closeness(ec, coded, cells)
+    tv = t if distance == "total_variation" else total_variation(ec, cls, val, cnt, coded.n_values)
+    rec = recursive_l(ec, cls, cnt, recursive_c) if recursive_c is not None else None
+    return SensitiveResult(coded.name, div.l_distinct, div.entropy, t, distance, tv, rec)
+
+
+def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: int) -> dict[str, Any] | None:
+    try:
+        from .population import population_uniqueness
+    except ImportError:  # estimators not installed in this build
+        return None
+    return population_uniqueness(sizes, f, bootstrap=bootstrap, seed=seed).to_dict()
+
+
+def _queries(original: pd.DataFrame, anonymized: pd.DataFrame, queries: Sequence[Any]) -> dict[str, Any]:
+    out = {}
+    for i, q in enumerate(queries):
+        if isinstance(q, Mapping):
+            name, group_by, target = q.get("name", f"query_{i}"), q["group_by"], q["target"]
+            limit = q.get("max_error_points")
+        elif isinstance(q, tuple | list):
+            name, group_by, target = q[0], q[1], q[2]
+            limit = q[3] if len(q) > 3 else None
+        else:
+            name, group_by, target = q.name, q.group_by, q.target
+            limit = getattr(q, "max_error_points", None)
+        result = utility_query_error(original, anonymized, group_by, target)
+        worst = result.table.iloc[0].to_dict() if len(result.table) else {}
+        out[name] = {
+            "group_by": _as_list(group_by), "target": target,
+            "max_error_points": result.max_error_points,
+            "max_error_points_allowed": limit,
+            "worst": worst,
+            "groups_missing_in_anonymized": int(
+                result.table.drop_duplicates(_as_list(group_by))["missing_in_anonymized"].sum()
+            ),
+        }
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    """Plain Python types only: numpy scalars to int/float, NaN/inf to None, tuples to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_json_safe(v) for v in value.tolist()]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)

@@ -1,0 +1,124 @@
+"""Re-identification risk under the prosecutor, journalist and marketer models.
+
+Definitions (El Emam, *Guide to the De-Identification of Personal Health Information*, as ARX
+computes them). A record in class ``c`` of sample size ``n_c`` and population size ``F_c``:
+
+- prosecutor (the attacker knows the target is in the table): risk ``1 / n_c``.
+  ``prosecutor_max = 1 / k``; ``prosecutor_avg`` = mean over *records* of ``1 / n_c`` =
+  classes / rows; labelled separately, the mean over *classes* of ``1 / n_c``.
+- journalist (the attacker starts from a population register): risk ``1 / F_c``.
+  ``journalist_max = 1 / min_c F_c``; ``journalist_avg`` = ARX's success rate
+  ``max(classes / sum_c F_c, marketer)``.
+- marketer (the attacker tries to link every record): ``marketer`` = mean over records of
+  ``1 / F_c`` = ``sum_c (n_c / F_c) / n``.
+
+``F_c`` comes from a population (microdata, or a frequency table with a count column) joined on
+the QI values, or, with only a sampling fraction ``f``, is estimated as ``n_c / f`` (the expected
+population class size under uniform sampling, labelled as an estimate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+from .classes import EquivalenceClasses, combine_codes, factorize_column
+
+
+def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame,
+                           count_column: str | None = None, source: str = "population") -> np.ndarray:
+    """Population size ``F_c`` of each sample class (float64, one per class).
+
+    The population is microdata (one row per person) or, with ``count_column``, a frequency
+    table whose rows carry the number of people with those QI values (rows may repeat). Values
+    are matched as the sample's, missing matching missing. Raises DataError when a QI column is
+    absent, counts are not non-negative numbers, a sample class is absent from the population
+    (its journalist risk would be undefined; the message names one such class), or a class has
+    fewer people in the population than rows in the sample.
+    """
+    qis = classes.qis
+    absent = [q for q in qis if q not in population.columns]
+    if absent:
+        raise DataError(f"{source}: quasi-identifier {absent[0]!r} is not a column of the population")
+    if count_column is not None:
+        if count_column not in population.columns:
+            raise DataError(f"{source}: count column {count_column!r} is not a column of the population")
+        weights = pd.to_numeric(population[count_column], errors="coerce").to_numpy(float)
+        bad = np.isnan(weights) | (weights < 0)
+        if bad.any():
+            value = population[count_column].iloc[int(np.flatnonzero(bad)[0])]
+            raise DataError(f"{source}: count column {count_column!r} holds {value!r}, not a count >= 0")
+    else:
+        weights = None
+    keys = classes.keys()
+    n_sample = classes.n_classes
+    codes, cards = [], []
+    for q in qis:
+        joint = pd.concat([_plain(keys[q]), _plain(population[q])], ignore_index=True)
+        c, card = factorize_column(joint)
+        codes.append(c)
+        cards.append(card)
+    ids, _ = combine_codes(codes, cards, n_sample + len(population))
+    pop_ids = ids[n_sample:]
+    totals = np.bincount(pop_ids, weights=weights, minlength=int(ids.max()) + 1 if len(ids) else 0)
+    F = totals[ids[:n_sample]].astype(float)
+
+    lacking = np.flatnonzero(F <= 0)
+    if len(lacking):
+        raise DataError(
+            f"{source}: the population has no one in the sample class "
+            f"{_describe(keys, qis, int(lacking[0]))} ({len(lacking)} of {n_sample} sample classes "
+            "are absent): journalist and marketer risk are undefined; give the population the "
+            "sample was drawn from, generalized like the sample"
+        )
+    short = np.flatnonzero(F < classes.sizes)
+    if len(short):
+        c = int(short[0])
+        raise DataError(
+            f"{source}: the sample class {_describe(keys, qis, c)} has {int(classes.sizes[c])} "
+            f"rows but the population only {F[c]:g} people: the sample is not drawn from this "
+            "population"
+        )
+    return F
+
+
+def _plain(series: pd.Series) -> pd.Series:
+    """Categoricals as their values, so two frames with different categories still match."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.astype(object)
+    return series.reset_index(drop=True)
+
+
+def _describe(keys: pd.DataFrame, qis: Sequence[str], row: int) -> str:
+    parts = []
+    for q in qis:
+        v = keys[q].iloc[row]
+        if isinstance(v, np.generic):
+            v = v.item()  # 2, not np.int64(2)
+        parts.append(f"{q}={'<missing>' if pd.isna(v) else repr(v)}")
+    return "(" + ", ".join(parts) + ")"
+
+
+def prosecutor_figures(sizes: np.ndarray, n_rows: int, threshold: float) -> dict[str, float]:
+    """Prosecutor max/avg (per record and per class) and the share of records above threshold."""
+    risk = 1.0 / sizes
+    return {
+        "prosecutor_max": float(risk.max()),
+        "prosecutor_avg": float(len(sizes) / n_rows),
+        "prosecutor_avg_per_class": float(risk.mean()),
+        "records_at_risk": float(sizes[risk > threshold].sum() / n_rows),
+    }
+
+
+def journalist_figures(sizes: np.ndarray, F: np.ndarray, n_rows: int, threshold: float) -> dict[str, float]:
+    """Journalist max/avg, marketer and the share of records whose ``1/F`` exceeds threshold."""
+    marketer = float((sizes / F).sum() / n_rows)
+    return {
+        "journalist_max": float(1.0 / F.min()),
+        "journalist_avg": float(max(len(sizes) / F.sum(), marketer)),
+        "marketer": marketer,
+        "journalist_records_at_risk": float(sizes[1.0 / F > threshold].sum() / n_rows),
+    }

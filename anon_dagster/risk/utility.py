@@ -1,0 +1,179 @@
+"""Utility of a (generalized) table: generic measures and the error of a task's query.
+
+Definitions (``n`` published rows in classes of sizes ``n_c``; ``s`` suppressed rows):
+
+- ``qi_entropy_bits``: Shannon entropy of the joint QI distribution, ``-sum_c (n_c/n) log2(n_c/n)``
+  (bits); the information the QIs still carry (0 when every row looks alike).
+- ``discernibility``: ``sum_c n_c**2 + s * (n + s)`` (Bayardo and Agrawal; a suppressed row is
+  indistinguishable from the whole input).
+- ``aecs``: average equivalence-class size ``n / classes``; divided by ``k`` it is LeFevre's
+  normalized AECS.
+- ``generalization_loss``: per cell, ``(leaves(g) - 1) / (leaves - 1)`` for a published label
+  ``g`` of a hierarchy, where ``leaves(g)`` counts the original distinct values that share the
+  label and ``leaves`` all of them (0 for an original value, 1 for ``*``); the mean over cells and
+  QIs, suppressed rows counting 1. ``precision`` is Sweeney's: 1 minus the mean of
+  ``level / height`` over the same cells.
+- query error (:func:`utility_query_error`): for a question "prevalence of ``target`` per
+  ``group_by``", the largest absolute difference, in percentage points, between the share of each
+  target value in each group in the original and in the published table. Suppressed rows are lost
+  rows: the published shares are computed over the rows that remain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, HierarchyError
+from ..hierarchies import MISSING_LABEL, Hierarchy, _as_label
+from .classes import EquivalenceClasses
+
+
+def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | None = None) -> dict[str, float]:
+    """Joint QI entropy (bits), discernibility and AECS of the classes (see module docstring)."""
+    n = classes.n_rows
+    p = classes.sizes / n
+    out = {
+        "qi_entropy_bits": float(max(-(p * np.log2(p)).sum(), 0.0)),
+        "discernibility": float((classes.sizes.astype(float) ** 2).sum() + suppressed * (n + suppressed)),
+        "aecs": float(n / classes.n_classes),
+    }
+    if k:
+        out["aecs_normalized"] = out["aecs"] / k
+    return out
+
+
+def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
+                           hierarchies: Mapping[str, Hierarchy], suppressed: int = 0) -> dict[str, object]:
+    """Generalization loss and precision of ``published`` against ``original``'s domains.
+
+    Each published cell's label is located in its column's hierarchy built over the original
+    distinct values (the lowest level holding it). Raises HierarchyError naming a published value
+    that is no label of the hierarchy.
+    """
+    per_column: dict[str, dict[str, float]] = {}
+    n = len(published)
+    total_loss = 0.0
+    total_level = 0.0
+    cols = [c for c in hierarchies if c in published.columns]
+    for col in cols:
+        h = hierarchies[col]
+        if col not in original.columns:
+            raise DataError(f"column {col!r} is in the published table but not in the original")
+        domain = np.asarray(pd.unique(original[col]), dtype=object)
+        table = h.table(domain)
+        height = table.shape[1] - 1
+        n_leaves = len(domain)
+        label_loss: dict[str, float] = {}
+        label_level: dict[str, float] = {}
+        for j in range(table.shape[1]):
+            labels, uniq = pd.factorize(table[:, j])
+            leaves = np.bincount(labels)
+            for idx, label in enumerate(uniq):
+                if label in label_level:
+                    continue
+                if j == height:
+                    loss = 1.0
+                elif n_leaves > 1:
+                    loss = (leaves[idx] - 1) / (n_leaves - 1)
+                else:
+                    loss = 0.0
+                label_loss[label] = loss
+                label_level[label] = j / height if height else 1.0
+        codes, uniq = pd.factorize(published[col], use_na_sentinel=True)
+        names = [_as_label(v) for v in uniq] + [MISSING_LABEL]
+        unknown = [s for s in names[:-1] if s not in label_loss]
+        if unknown:
+            raise HierarchyError(
+                f"column {col!r}: published value {unknown[0]!r} is no label of its hierarchy"
+            )
+        loss_of = np.array([label_loss.get(s, 1.0) for s in names])
+        level_of = np.array([label_level.get(s, 1.0) for s in names])
+        loss_c = float(loss_of[codes].sum() + suppressed)
+        level_c = float(level_of[codes].sum() + suppressed)
+        rows = n + suppressed
+        per_column[col] = {"loss": loss_c / rows if rows else 0.0,
+                           "precision": 1.0 - level_c / rows if rows else 1.0}
+        total_loss += loss_c
+        total_level += level_c
+    cells = (n + suppressed) * len(cols)
+    return {
+        "generalization_loss": total_loss / cells if cells else 0.0,
+        "precision": 1.0 - total_level / cells if cells else 1.0,
+        "generalization_by_column": per_column,
+    }
+
+
+class QueryError(NamedTuple):
+    """Result of :func:`utility_query_error`: the largest error and the per-group table."""
+
+    max_error_points: float
+    table: pd.DataFrame
+
+
+def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
+                        group_by: Sequence[str] | str, target: str) -> QueryError:
+    """Largest absolute difference (percentage points) of ``target`` prevalence per group.
+
+    For every group of ``group_by`` and every value of ``target`` present in either table, the
+    prevalence is the share (in %) of the group's rows holding that value. A group that is absent
+    from the anonymized table (suppressed, or its labels generalized away) has prevalence 0 there
+    and is flagged ``missing_in_anonymized``. Missing values are a group/value of their own.
+    The table has one row per (group, target value) with both counts, rows, prevalences and the
+    error, sorted by error (largest first).
+    """
+    group_by = [group_by] if isinstance(group_by, str) else list(group_by)
+    for frame, label in ((original, "original"), (anonymized, "anonymized")):
+        for col in [*group_by, target]:
+            if col not in frame.columns:
+                raise DataError(f"utility query: column {col!r} is not in the {label} table")
+    if target in group_by:
+        raise DataError(f"utility query: target {target!r} is also a group_by column")
+    if len(original) == 0:
+        raise DataError("utility query: the original table is empty")
+
+    def prevalence(frame: pd.DataFrame) -> pd.DataFrame:
+        keys = [*group_by, target]
+        sub = frame[keys].reset_index(drop=True)
+        counts = sub.groupby(keys, dropna=False, observed=True, sort=False).size().rename("count")
+        rows = sub.groupby(group_by, dropna=False, observed=True, sort=False).size().rename("rows")
+        out = counts.reset_index().merge(rows.reset_index(), on=group_by, how="left")
+        return out
+
+    orig = prevalence(_normalize(original, [*group_by, target]))
+    anon = prevalence(_normalize(anonymized, [*group_by, target]))
+    keys = [*group_by, target]
+    merged = orig.merge(anon, on=keys, how="outer", suffixes=("_original", "_anonymized"))
+    group_rows = anon.drop_duplicates(group_by)[[*group_by, "rows"]]
+    merged = merged.drop(columns=["rows_anonymized"]).merge(
+        group_rows.rename(columns={"rows": "rows_anonymized"}), on=group_by, how="left"
+    )
+    orig_rows = orig.drop_duplicates(group_by)[[*group_by, "rows"]]
+    merged = merged.drop(columns=["rows_original"]).merge(
+        orig_rows.rename(columns={"rows": "rows_original"}), on=group_by, how="left"
+    )
+    for col in ("count_original", "count_anonymized", "rows_original", "rows_anonymized"):
+        merged[col] = merged[col].fillna(0).astype(np.int64)
+    merged["missing_in_anonymized"] = merged["rows_anonymized"] == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        merged["prevalence_original"] = np.where(
+            merged["rows_original"] > 0, 100.0 * merged["count_original"] / merged["rows_original"], 0.0)
+        merged["prevalence_anonymized"] = np.where(
+            merged["rows_anonymized"] > 0, 100.0 * merged["count_anonymized"] / merged["rows_anonymized"], 0.0)
+    merged["error_points"] = (merged["prevalence_original"] - merged["prevalence_anonymized"]).abs()
+    merged = merged.sort_values("error_points", ascending=False, kind="stable").reset_index(drop=True)
+    worst = float(merged["error_points"].iloc[0]) if len(merged) else 0.0
+    return QueryError(worst, merged)
+
+
+def _normalize(frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
+    """Columns as comparable labels: categoricals decoded, missing values one label."""
+    out = {}
+    for c in cols:
+        codes, uniq = pd.factorize(frame[c], use_na_sentinel=True)
+        labels = np.array([_as_label(v) for v in uniq] + [MISSING_LABEL], dtype=object)
+        out[c] = labels[codes]  # code -1 (missing) picks the last label
+    return pd.DataFrame(out)
