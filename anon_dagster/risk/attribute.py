@@ -102,9 +102,58 @@ def _per_row_max(rows: np.ndarray, values: np.ndarray, n_rows: int) -> np.ndarra
     return out
 
 
-def _class_shares(rows, data, n_rows):
-    sizes = np.bincount(rows, weights=data, minlength=n_rows)
-    return data / sizes[rows]
+class _Cells:
+    """The count matrix reduced to what the measures need: class shares and ``p(s)``.
+
+    Dense input stays a matrix (vectorized over every cell, absent values masked); sparse
+    input is handled as its non-zero cells only.
+    """
+
+    def __init__(self, counts: Any, reference: Any):
+        if sparse.issparse(counts):
+            rows, cols, data, n_rows, n_cols = _cells(counts)
+            self.dense = False
+            self.rows, self.cols = rows, cols
+            self.p = _reference(cols, data, n_cols, reference)
+            sizes = np.bincount(rows, weights=data, minlength=n_rows)
+            self.share = data / sizes[rows]
+            self.p_cell = self.p[cols]
+        else:
+            arr = np.asarray(counts)
+            if arr.ndim != 2:
+                raise DataError(f"the class × value count matrix must be 2-D, got {arr.ndim}-D")
+            if arr.dtype.kind not in "iufb":
+                raise DataError(
+                    f"the class × value count matrix must be numeric, got {arr.dtype}"
+                )
+            arr = arr.astype(float, copy=False)
+            if arr.size and (arr.min() < 0 or not np.all(np.isfinite(arr))):
+                raise DataError("the class × value counts must be finite and non-negative")
+            totals = arr.sum(axis=0)
+            if totals.sum() <= 0:
+                raise DataError("the class × value count matrix holds no record")
+            n_rows, n_cols = arr.shape
+            self.dense = True
+            self.present = arr > 0
+            if reference is None:
+                self.p = totals / totals.sum()
+            else:
+                self.p = _reference(np.flatnonzero(totals > 0), totals[totals > 0], n_cols,
+                                    reference)
+            sizes = arr.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                self.share = arr / sizes[:, None]
+            self.p_cell = self.p[None, :]
+            self.empty = sizes == 0
+        self.n_rows = n_rows
+
+    def per_class_max(self, values: np.ndarray) -> np.ndarray:
+        """Per-class maximum of a per-cell quantity over present values (``nan`` if empty)."""
+        if not self.dense:
+            return _per_row_max(self.rows, values, self.n_rows)
+        out = np.max(np.where(self.present, values, -np.inf), axis=1)
+        out[self.empty] = np.nan
+        return out
 
 
 @dataclass(frozen=True)
@@ -141,11 +190,10 @@ def delta_disclosure(counts: Any, reference: Any = None, base: float = 2.0) -> D
     """
     if not (isinstance(base, int | float) and base > 0 and base != 1 and math.isfinite(base)):
         raise DataError(f"log base must be a positive number other than 1, got {base!r}")
-    rows, cols, data, n_rows, n_cols = _cells(counts)
-    p = _reference(cols, data, n_cols, reference)
-    share = _class_shares(rows, data, n_rows)
-    value = np.abs(np.log(share / p[cols])) / math.log(base)
-    per_class = _per_row_max(rows, value, n_rows)
+    cells = _Cells(counts, reference)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.abs(np.log(cells.share / cells.p_cell)) / math.log(base)
+    per_class = cells.per_class_max(value)
     worst = int(np.nanargmax(per_class))
     return DeltaDisclosure(float(per_class[worst]), per_class, worst, float(base))
 
@@ -189,14 +237,13 @@ def beta_likeness(counts: Any, reference: Any = None) -> BetaLikeness:
     ``counts`` is a dense 2-D array or a scipy.sparse matrix; ``reference`` optionally gives the
     table distribution ``p(s)``. See the module docstring for the definitions.
     """
-    rows, cols, data, n_rows, n_cols = _cells(counts)
-    p = _reference(cols, data, n_cols, reference)
-    share = _class_shares(rows, data, n_rows)
-    gain = (share - p[cols]) / p[cols]
-    basic = np.maximum(_per_row_max(rows, gain, n_rows), 0.0)
-    # A gain above -ln p(s) breaks enhanced β-likeness whatever the threshold.
-    over = (gain > -np.log(p[cols])).astype(float)
-    broken = _per_row_max(rows, over, n_rows) > 0
+    cells = _Cells(counts, reference)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gain = (cells.share - cells.p_cell) / cells.p_cell
+        # A gain above -ln p(s) breaks enhanced β-likeness whatever the threshold.
+        over = (gain > -np.log(cells.p_cell)).astype(float)
+    basic = np.maximum(cells.per_class_max(gain), 0.0)
+    broken = cells.per_class_max(over) > 0
     enhanced = np.where(broken, np.inf, basic)
     worst = int(np.nanargmax(basic))
     return BetaLikeness(
