@@ -171,7 +171,7 @@ def verify_audit_log(keystore: KeyStore, path: str | Path) -> VerifyResult:
                 if not hmac.compare_digest(str(mac), expected_mac):
                     raise AuditTampered(path, lineno, "MAC does not match: the entry was edited")
                 if seq != count:
-                    what = "deleted" if isinstance(seq, int) and seq > count else "reordered or duplicated"
+                    what = "deleted or moved" if isinstance(seq, int) and seq > count else "reordered or duplicated"
                     raise AuditTampered(path, lineno, f"sequence {seq} where {count} was expected: entries were {what}")
                 if entry["prev"] != prev:
                     raise AuditTampered(path, lineno, "does not chain to the entry before it: entries were deleted or reordered")
