@@ -1,0 +1,98 @@
+"""``AnonReleaseComponent``: a dg Component that turns release specs into Dagster definitions.
+
+Registered for ``dg`` through the ``dagster_dg_cli.registry_modules`` entry point (this module),
+so ``dg list components`` shows it. Use it from YAML (``defs.yaml``)::
+
+    type: anon_dagster.dagster.components.AnonReleaseComponent
+    attributes:
+      config_dir: ../../assets_config      # relative to the defs.yaml folder
+      automate: false
+
+or from Python with :func:`load_release_definitions` (what the root ``definitions.py`` does).
+Each spec becomes one group of assets, blocking checks, a job and (when partitioned) a schedule;
+see :mod:`anon_dagster.dagster.factory`. The resources are shared by every release: the key
+store (settings through environment variables only), the parquet IO manager and the ledger.
+"""
+
+
+import os
+from pathlib import Path
+
+from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
+
+from ..spec import load_spec, load_specs
+from .factory import ReleaseDefinitions, build_release
+from .io_manager import AnonParquetIOManager
+from .resources import LedgerResource, keystore_from_env
+
+CONFIG_ENV = "ANON_DAGSTER_CONFIG"
+
+
+class AnonReleaseComponent(Component, Resolvable, Model):
+    """Privacy-gated releases from release specs (one asset group per spec).
+
+    Attributes:
+        config_dir: folder of release specs (``*.yaml``); default ``$ANON_DAGSTER_CONFIG``, else
+            ``assets_config/`` beside the component (or the working directory).
+        specs: explicit spec files instead of a folder.
+        storage_dir: where intermediate tables are stored (default under ``$DAGSTER_HOME``).
+        reports_dir: where risk reports and transformation records go (may hold {release};
+            default ``reports/<release>`` beside the spec folder).
+        ledger_path: the publication ledger (default ``$ANON_DAGSTER_LEDGER``, else under
+            ``$DAGSTER_HOME``).
+        automate: set ``AutomationCondition.eager() & all_deps_blocking_checks_passed()`` on
+            the published asset, for teams that run the automation daemon.
+    """
+
+    config_dir: str | None = None
+    specs: list[str] | None = None
+    storage_dir: str | None = None
+    reports_dir: str | None = None
+    ledger_path: str | None = None
+    automate: bool = False
+
+    def spec_paths(self, base: Path) -> list[Path] | Path:
+        """The spec files, or the folder holding them, resolved against ``base``."""
+        if self.specs:
+            return [_anchor(s, base) for s in self.specs]
+        folder = self.config_dir or os.environ.get(CONFIG_ENV) or "assets_config"
+        return _anchor(folder, base)
+
+    def releases(self, base: Path) -> list[ReleaseDefinitions]:
+        """Load every spec (all problems of all files reported at once) and build each release."""
+        where = self.spec_paths(base)
+        specs = [load_spec(p) for p in where] if isinstance(where, list) else load_specs(where)
+        return [build_release(s, reports_dir=self.reports_dir, automate=self.automate) for s in specs]
+
+    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+        return self.build_definitions(Path(context.path))
+
+    def build_definitions(self, base: Path | None = None) -> Definitions:
+        """The Definitions of every release, with the shared resources."""
+        releases = self.releases(base or Path.cwd())
+        keystore = keystore_from_env()
+        return Definitions(
+            assets=[a for r in releases for a in r.assets],
+            asset_checks=[c for r in releases for c in r.checks],
+            jobs=[r.job for r in releases],
+            schedules=[r.schedule for r in releases if r.schedule is not None],
+            resources={
+                "keystore": keystore,
+                "io_manager": AnonParquetIOManager(base_dir=self.storage_dir, keystore=keystore),
+                "ledger": LedgerResource(path=self.ledger_path),
+            },
+        )
+
+
+def _anchor(path: str, base: Path) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def load_release_definitions(config_dir: str | Path | None = None, **options: object) -> Definitions:
+    """Definitions for every spec in ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``)."""
+    component = AnonReleaseComponent(config_dir=str(config_dir) if config_dir else None, **options)
+    return component.build_definitions(Path.cwd())
+
+
+__all__ = ["AnonReleaseComponent", "load_release_definitions"]

@@ -1,0 +1,471 @@
+"""From a release spec to Dagster definitions: assets, blocking checks, job and schedule.
+
+:class:`ReleaseTranslator` decides how a spec becomes Dagster objects (asset keys, group,
+check names, job and schedule names); :func:`build_release` builds them. For a release named
+``r`` the group ``r`` holds::
+
+    r/raw ──► r/pseudonymized ──► r/anonymized ──► r/published
+                                   └─ blocking checks: one per threshold, one per utility
+                                      query, composition, data_contract
+
+Every check is partition-aware (same partitions as the asset), blocking with ERROR severity
+(WARN only for a utility query the spec marks ``severity: warn``), and always yields a result:
+an error while checking becomes a failed result that says what went wrong.
+``r/published`` re-verifies the gate itself before writing anything, so a run that selects
+only it cannot publish what the checks refused.
+"""
+
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckKey,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    AssetKey,
+    AssetsDefinition,
+    AssetSelection,
+    AutomationCondition,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    PartitionsDefinition,
+    ScheduleDefinition,
+    TableColumn,
+    TableRecord,
+    TableSchema,
+    asset,
+    build_schedule_from_partitioned_job,
+    define_asset_job,
+    multi_asset_check,
+)
+
+from ..io import read_table, write_bytes_atomic, write_table_atomic
+from ..spec import ReleaseSpec, check_data
+from . import core, policy
+from .io_manager import AT_REST_KEY
+from .partitions import partition_window, partitions_def_for, rows_in_window
+
+UNPARTITIONED = "all"  # the {partition} of an unpartitioned release's paths
+
+
+@dataclass(frozen=True)
+class ReleaseTranslator:
+    """Names of a release's Dagster objects; override to change the conventions."""
+
+    spec: ReleaseSpec
+
+    @property
+    def group(self) -> str:
+        return self.spec.release
+
+    def asset_key(self, step: str) -> AssetKey:
+        return AssetKey([self.spec.release, step])
+
+    @property
+    def job_name(self) -> str:
+        return f"{self.spec.release}_release"
+
+    @property
+    def schedule_name(self) -> str:
+        return f"{self.spec.release}_schedule"
+
+    def check_names(self) -> list[tuple[str, str]]:
+        """``(check name, severity)`` of every check on the anonymized asset, in order."""
+        names = [(policy.THRESHOLD_CHECKS[k][0], "error")
+                 for k in self.spec.policy.thresholds.model_dump(exclude_none=True)]
+        names += [(f"utility_{q.name}", q.severity) for q in self.spec.utility_queries]
+        if self.spec.composition is not None and self.spec.publication.mode == "rows":
+            names.append(("composition", "error"))
+        names.append(("data_contract", "error"))
+        return names
+
+
+@dataclass
+class ReleaseDefinitions:
+    """Everything built for one release."""
+
+    spec: ReleaseSpec
+    translator: ReleaseTranslator
+    assets: list[AssetsDefinition]
+    checks: list[Any]
+    job: Any  # the release's partitioned asset job
+    schedule: ScheduleDefinition | None
+    partitions_def: PartitionsDefinition | None
+
+
+# ----- helpers shared by the assets ---------------------------------------------------------
+
+
+def partition_of(context: AssetExecutionContext | AssetCheckExecutionContext) -> str | None:
+    return context.partition_key if context.has_partition_key else None
+
+
+def reports_folder(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path:
+    """Where a partition's transformation record and risk report files go.
+
+    ``reports_dir`` (may hold {release}) or, by default, ``reports/<release>`` beside the folder
+    of the spec file, like the demo's ``published/``.
+    """
+    base = spec.resolve(reports_dir) if reports_dir else spec.resolve("../reports/{release}")
+    return base / (partition or UNPARTITIONED)
+
+
+def histogram_table(hist: list[dict[str, Any]]) -> MetadataValue:
+    schema = TableSchema(columns=[TableColumn("class_size", "string"), TableColumn("classes", "int"),
+                                  TableColumn("rows", "int")])
+    records = [TableRecord({"class_size": r["sizes"], "classes": r["classes"], "rows": r["rows"]}) for r in hist]
+    return MetadataValue.table(records=records, schema=schema)
+
+
+def frame_table(df: pd.DataFrame, limit: int = 50) -> MetadataValue:
+    """A small DataFrame as a metadata table (values as text, except sizes and figures)."""
+    df = df.head(limit)
+    columns, records = [], []
+    for c in df.columns:
+        numeric = pd.api.types.is_numeric_dtype(df[c])
+        columns.append(TableColumn(str(c), "float" if numeric else "string"))
+    for row in df.itertuples(index=False):
+        rec = {}
+        for c, v in zip(df.columns, row, strict=True):
+            rec[str(c)] = policy.as_float(v) if pd.api.types.is_numeric_dtype(df[c]) else ("" if pd.isna(v) else str(v))
+        records.append(TableRecord(rec))
+    return MetadataValue.table(records=records, schema=TableSchema(columns=columns))
+
+
+def outcome_metadata(outcome: policy.Outcome, hist: list[dict[str, Any]] | None,
+                     worst: pd.DataFrame | None) -> dict[str, Any]:
+    """What a reviewer needs next to a verdict: value, threshold, summary and the evidence."""
+    meta: dict[str, Any] = {"summary": MetadataValue.md(outcome.summary)}
+    value = outcome.value
+    if isinstance(value, bool) or value is None:
+        meta["measured"] = MetadataValue.text("n/a" if value is None else str(value))
+    elif isinstance(value, int):
+        meta["measured"] = MetadataValue.int(value)
+    else:
+        meta["measured"] = MetadataValue.float(policy.as_float(value) or 0.0) if policy.as_float(value) is not None else MetadataValue.text(str(value))
+    thr = outcome.threshold
+    meta["threshold"] = MetadataValue.text("none" if thr is None else f"{outcome.comparison} {json.dumps(thr) if isinstance(thr, dict) else thr}")
+    if hist is not None:
+        meta["class_size_histogram"] = histogram_table(hist)
+    if worst is not None:
+        meta["worst_classes"] = frame_table(worst)
+    table = outcome.details.get("table")
+    if isinstance(table, pd.DataFrame):
+        meta["per_group"] = frame_table(table)
+    if "failed" in outcome.details:
+        meta["failed_expectations"] = MetadataValue.json(outcome.details["failed"])
+    if "composition" in outcome.details:
+        meta["composition"] = MetadataValue.json(outcome.details["composition"])
+    return meta
+
+
+def composition_outcome(spec: ReleaseSpec, anonymized: pd.DataFrame, ledger: Any,
+                        partition: str | None) -> policy.Outcome:
+    """Intersection of this release with every earlier publication of the same population."""
+    from ..release import check_composition, class_assignment
+
+    comp = spec.composition
+    assert comp is not None
+    data = policy.publishable_view(anonymized)
+    assignment = class_assignment(data, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
+    result = check_composition(assignment, ledger, population=comp.population, release=spec.release,
+                               partition=partition, min_k=comp.min_k)
+    summary = (f"effective k = {result.effective_k} against {len(result.compared)} earlier "
+               f"publication(s) of population {comp.population!r} (minimum {comp.min_k}); "
+               f"{result.exposed_persons} persons exposed. {result.text}")
+    details = result.to_dict()
+    return policy.Outcome(name="composition", passed=bool(result.passed), value=int(result.effective_k),
+                          threshold=comp.min_k, comparison=">=", summary=summary,
+                          details={"composition": details})
+
+
+def _severity(outcome: policy.Outcome) -> AssetCheckSeverity:
+    return AssetCheckSeverity.ERROR if outcome.severity == "error" else AssetCheckSeverity.WARN
+
+
+# ----- the factory -------------------------------------------------------------------------
+
+
+def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
+                  translator: ReleaseTranslator | None = None) -> ReleaseDefinitions:
+    """Build the assets, checks, job and schedule of one release (see the module docstring)."""
+    t = translator or ReleaseTranslator(spec)
+    pdef = partitions_def_for(spec)
+    raw_key, pseudo_key, anon_key, pub_key = (t.asset_key(s) for s in ("raw", "pseudonymized", "anonymized", "published"))
+    needs_keystore = bool(spec.pseudonymized) or spec.composition is not None
+    at_rest = "encrypted" if needs_keystore else "encrypted-if-available"
+    spec_label = str(spec.spec_path) if spec.spec_path else spec.release
+    common = {"group_name": t.group, "partitions_def": pdef}
+    automation = (AutomationCondition.eager() & AutomationCondition.all_deps_blocking_checks_passed()) if automate else None
+
+    @asset(key=raw_key, **common, kinds={"pandas", "parquet"},
+           metadata={AT_REST_KEY: at_rest, "spec": spec_label},
+           required_resource_keys={"keystore"},
+           description=f"Rows of {spec.release}'s source for the partition, checked against the spec.")
+    def raw(context: AssetExecutionContext) -> pd.DataFrame:
+        if needs_keystore:
+            # opened first: a key store that cannot be opened fails the run before any write
+            context.resources.keystore.open()
+        partition = partition_of(context)
+        path = spec.resolve(spec.source.path, partition=partition or UNPARTITIONED)
+        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
+        if pdef is not None and spec.partitions is not None:
+            start, end = partition_window(pdef, partition)
+            df = rows_in_window(df, spec.partitions.column, start, end, source=str(path)).reset_index(drop=True)
+        check_data(spec, df, source=str(path))
+        context.add_output_metadata({"rows": len(df), "source": str(path), "columns": len(df.columns)})
+        return df
+
+    @asset(key=pseudo_key, **common, kinds={"pandas", "parquet"},
+           ins={"raw": AssetIn(key=raw_key)}, metadata={AT_REST_KEY: at_rest},
+           required_resource_keys={"keystore"},
+           description="Identifiers replaced by keyed pseudonyms (or dropped); still personal data.")
+    def pseudonymized(context: AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
+        meta: dict[str, Any] = {"rows": len(raw)}
+        if spec.pseudonymized:
+            store = context.resources.keystore.open()
+            out, summary = core.pseudonymize(raw, spec, store)
+            meta["pseudonymization"] = MetadataValue.json(_jsonable(summary.to_dict()))
+        else:
+            out = raw.drop(columns=[c for c in spec.identifiers if c in raw.columns])
+        if spec.composition is not None:
+            from ..release import linkage_pseudonyms
+
+            # the ledger's linkage pseudonym, under its own purpose key: never published
+            key = context.resources.keystore.derive_key("ledger-linkage")
+            out[policy.LINKAGE_COLUMN] = linkage_pseudonyms(raw[spec.composition.person].reset_index(drop=True), key)
+        context.add_output_metadata(meta)
+        return out
+
+    @asset(key=anon_key, **common, kinds={"pandas", "parquet"},
+           ins={"pseudonymized": AssetIn(key=pseudo_key)}, metadata={AT_REST_KEY: "owner-only"},
+           description="Generalized and suppressed per the spec; its risk checks gate the publication.")
+    def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame) -> pd.DataFrame:
+        partition = partition_of(context)
+        result = core.anonymize(pseudonymized, spec)
+        data = result.data
+        population = policy.load_population(spec)
+        outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, population)
+        folder = reports_folder(spec, reports_dir, partition)
+        record_path = folder / "transformations.json"
+        report_md = policy.summary_markdown(f"Risk of {spec.release} {partition or ''}".strip(), outcomes, measures)
+        write_bytes_atomic(json.dumps(_jsonable(result.record), indent=2, sort_keys=True).encode(), record_path)
+        write_bytes_atomic(report_md.encode(), folder / "risk_report.md")
+        write_bytes_atomic(json.dumps(_jsonable({"measures": measures, "checks": [
+            {"name": o.name, "passed": o.passed, "severity": o.severity, "value": o.value,
+             "threshold": o.threshold, "summary": o.summary} for o in outcomes]}),
+            indent=2, sort_keys=True).encode(), folder / "risk_report.json")
+        context.add_output_metadata({
+            "rows": len(data), "suppressed": int(result.suppressed),
+            "k": measures.get("k"), "risk_report": MetadataValue.md(report_md),
+            "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(result.record), indent=2) + "\n```"),
+            "report_files": MetadataValue.path(str(folder)),
+            "class_size_histogram": histogram_table(policy.class_size_histogram(measures)),
+        })
+        return data
+
+    check_specs = [
+        AssetCheckSpec(name, asset=anon_key, blocking=True, partitions_def=pdef,
+                       additional_deps=[raw_key, pseudo_key], description=_check_description(spec, name))
+        for name, _ in t.check_names()
+    ]
+
+    @multi_asset_check(specs=check_specs, name=f"{spec.release}_checks", can_subset=True,
+                       ins={"anonymized": AssetIn(key=anon_key), "pseudonymized": AssetIn(key=pseudo_key),
+                            "raw": AssetIn(key=raw_key)},
+                       required_resource_keys={"ledger"})
+    def release_checks(context: AssetCheckExecutionContext, anonymized: pd.DataFrame,
+                       pseudonymized: pd.DataFrame, raw: pd.DataFrame):
+        selected = {k.name for k in context.selected_asset_check_keys}
+        outcomes: dict[str, policy.Outcome] = {}
+        hist = worst = None
+        try:
+            population = policy.load_population(spec)
+            gate, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
+            outcomes.update({o.name: o for o in gate})
+            hist = policy.class_size_histogram(measures)
+            worst = policy.worst_classes(spec, anonymized)
+        except Exception as exc:  # every check still yields a result, failed, saying why
+            for name, sev in t.check_names():
+                if name not in ("composition", "data_contract"):
+                    outcomes[name] = policy.Outcome(name, False, sev, summary=f"could not be measured: {_describe(exc)}")
+        if "composition" in selected:
+            try:
+                outcomes["composition"] = composition_outcome(spec, anonymized, context.resources.ledger.open(), partition_of(context))
+            except Exception as exc:
+                outcomes["composition"] = policy.Outcome("composition", False, summary=f"could not be checked: {_describe(exc)}")
+        if "data_contract" in selected:
+            try:
+                from .contract import validate_contract
+
+                outcomes["data_contract"] = validate_contract(
+                    spec, policy.publishable_view(anonymized), policy.raw_identifier_values(spec, raw))
+            except Exception as exc:
+                outcomes["data_contract"] = policy.Outcome("data_contract", False, summary=f"could not be validated: {_describe(exc)}")
+        for name, _ in t.check_names():
+            if name not in selected:
+                continue
+            o = outcomes.get(name) or policy.Outcome(name, False, summary="no result was computed")
+            risk = name in {v[0] for v in policy.THRESHOLD_CHECKS.values()}
+            yield AssetCheckResult(
+                asset_key=anon_key, check_name=name, passed=bool(o.passed), severity=_severity(o),
+                description=o.summary,
+                metadata=outcome_metadata(o, hist if risk else None, worst if risk else None),
+            )
+
+    @asset(key=pub_key, **common, kinds={"parquet"},
+           ins={"anonymized": AssetIn(key=anon_key), "pseudonymized": AssetIn(key=pseudo_key),
+                "raw": AssetIn(key=raw_key)},
+           required_resource_keys={"ledger"}, automation_condition=automation,
+           description="The release file, written only if every blocking check of the partition passes "
+                       "(re-verified here, whatever the run selected).")
+    def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
+                  raw: pd.DataFrame) -> MaterializeResult:
+        partition = partition_of(context)
+        refusals = _gate_refusals(context, spec, t, anonymized, pseudonymized, raw, partition)
+        if refusals:
+            raise Failure(
+                description=f"{spec.release} {partition or ''}: publication refused, nothing written: " + "; ".join(refusals),
+                metadata={"refused_by": MetadataValue.json(refusals)},
+                allow_retries=False,
+            )
+        out = policy.publishable_view(anonymized)[list(spec.published_columns)]
+        target = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
+        write_table_atomic(out, target, mode=0o644)
+        entry = _record_publication(context, spec, anonymized, out, partition, target)
+        return MaterializeResult(metadata={
+            "path": MetadataValue.path(str(target)), "rows": len(out),
+            "columns": MetadataValue.json(list(out.columns)), **entry,
+        })
+
+    assets_defs = [raw, pseudonymized, anonymized, published]
+    job = define_asset_job(t.job_name, selection=AssetSelection.groups(t.group), partitions_def=pdef,
+                           description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
+    schedule = (build_schedule_from_partitioned_job(job, name=t.schedule_name)
+                if pdef is not None else None)
+    return ReleaseDefinitions(spec, t, assets_defs, [release_checks], job, schedule, pdef)
+
+
+def _gate_refusals(context: AssetExecutionContext, spec: ReleaseSpec, t: ReleaseTranslator,
+                   anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
+                   partition: str | None) -> list[str]:
+    """Why the publication must not happen (empty when it may).
+
+    Independent of the event log: the data is re-measured against every threshold, utility
+    query (ERROR severity), the composition with the ledger and the contract. The event log
+    adds one more reason: a blocking check whose latest evaluation for this partition failed on
+    the materialization being published.
+    """
+    refusals = []
+    try:
+        outcomes, _ = policy.gate_outcomes(spec, anonymized, pseudonymized, policy.load_population(spec))
+        refusals += [f"{o.name}: {o.summary}" for o in outcomes if o.blocks]
+    except Exception as exc:
+        refusals.append(f"re-measurement failed: {_describe(exc)}")
+    if spec.composition is not None and spec.publication.mode == "rows":
+        try:
+            comp = composition_outcome(spec, anonymized, context.resources.ledger.open(), partition)
+            if comp.blocks:
+                refusals.append(f"composition: {comp.summary}")
+        except Exception as exc:
+            refusals.append(f"composition could not be checked: {_describe(exc)}")
+    problems = policy.contract_problems(spec, policy.publishable_view(anonymized)[
+        [c for c in anonymized.columns if c not in policy.INTERNAL_COLUMNS]],
+        policy.raw_identifier_values(spec, raw))
+    refusals += [f"data_contract: {p}" for p in problems]
+    refusals += _failed_evaluations(context, t, partition)
+    return refusals
+
+
+def _failed_evaluations(context: AssetExecutionContext, t: ReleaseTranslator, partition: str | None) -> list[str]:
+    """Blocking ERROR checks whose latest evaluation of this partition failed on the current data."""
+    from dagster import AssetRecordsFilter
+    from dagster._core.event_api import PartitionKeyFilter
+
+    instance = context.instance
+    anon_key = t.asset_key("anonymized")
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=anon_key, asset_partitions=[partition] if partition else None), limit=1
+    ).records
+    if not records:
+        return []
+    current_run = records[0].event_log_entry.run_id
+    keys = [AssetCheckKey(anon_key, name) for name, sev in t.check_names() if sev == "error"]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        keys, partition_filter=PartitionKeyFilter(key=partition))
+    reasons = []
+    for key, rec in latest.items():
+        evaluation = rec.event.dagster_event.event_specific_data if rec.event and rec.event.dagster_event else None
+        if evaluation is None or getattr(evaluation, "passed", True):
+            continue
+        target = evaluation.target_materialization_data
+        if target is not None and target.run_id == current_run and evaluation.severity == AssetCheckSeverity.ERROR:
+            reasons.append(f"{key.name}: its latest evaluation of this data failed")
+    return reasons
+
+
+def _record_publication(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.DataFrame,
+                        out: pd.DataFrame, partition: str | None, target: Path) -> dict[str, Any]:
+    """Record the publication in the ledger (class assignment keyed by linkage pseudonyms)."""
+    from ..release import class_assignment, dataset_hash
+
+    measures = policy.measure(spec, anonymized)
+    assignment = None
+    if spec.composition is not None and policy.LINKAGE_COLUMN in anonymized.columns:
+        assignment = class_assignment(out, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
+    data_hash = dataset_hash(out)
+    outcome = context.resources.ledger.open().record(
+        release=spec.release, partition=partition, population=spec.composition.population if spec.composition else None,
+        spec_hash=spec.spec_hash(), data_hash=data_hash,
+        qis={q: "generalized" if q in spec.generalized_qis else "exact" for q in spec.quasi_identifiers},
+        k=measures.get("k"), rows=len(out), status="published", assignment=assignment,
+        report_path=str(target),
+    )
+    return {"data_hash": data_hash, "ledger_entry": outcome.publication_id, "ledger_action": outcome.action}
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _check_description(spec: ReleaseSpec, name: str) -> str:
+    for key, (check_name, comparison, label) in policy.THRESHOLD_CHECKS.items():
+        if check_name == name:
+            value = getattr(spec.policy.thresholds, key)
+            return f"{label} {comparison} {value} (declared in policy.thresholds.{key})"
+    if name == "composition" and spec.composition:
+        return (f"effective k of the intersection with earlier publications of population "
+                f"{spec.composition.population!r} >= {spec.composition.min_k}")
+    if name == "data_contract":
+        return "Great Expectations: published columns exactly the allowed set, no identifier or raw identifier value, pseudonym formats, partition keys not null"
+    for q in spec.utility_queries:
+        if name == f"utility_{q.name}":
+            return f"prevalence of {q.target} by {', '.join(q.group_by)}: error <= {q.max_error_points} points ({q.severity})"
+    return name
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays, paths and frames made JSON-friendly."""
+    return json.loads(json.dumps(value, default=_default))
+
+
+def _default(v: Any) -> Any:
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if hasattr(v, "item"):
+        return v.item()
+    if isinstance(v, pd.DataFrame):
+        return v.to_dict(orient="records")
+    if isinstance(v, set | frozenset | tuple):
+        return list(v)
+    return str(v)

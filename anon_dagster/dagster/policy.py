@@ -1,0 +1,295 @@
+"""The release gate's verdicts, computed from data: one outcome per declared threshold and query.
+
+Pure functions over DataFrames (no Dagster): the asset checks call them to report, and the
+publishing asset calls them again to re-verify the gate itself, independently of whatever the
+event log remembers. Each declared threshold of ``policy.thresholds`` gives one outcome:
+
+- lower bounds (the measure must be at least the threshold): ``k``, ``l_distinct``, ``l_entropy``;
+- upper bounds (at most the threshold): every risk (``prosecutor_*``, ``journalist_*``,
+  ``marketer``, ``uniques_fraction``, ``population_uniqueness``) and ``t_closeness``;
+- ``recursive_cl``: the measured recursive (c, l)-diversity must hold.
+
+A measure the kernel cannot provide never passes silently: the outcome fails and says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..io import read_table
+from ..spec import ReleaseSpec, build_hierarchy
+from . import core
+
+# threshold key -> (check name, comparison, human label)
+THRESHOLD_CHECKS: dict[str, tuple[str, str, str]] = {
+    "k": ("k_anonymity", ">=", "smallest equivalence class (k)"),
+    "l_distinct": ("l_diversity_distinct", ">=", "distinct l-diversity"),
+    "l_entropy": ("l_diversity_entropy", ">=", "entropy l-diversity"),
+    "recursive_cl": ("l_diversity_recursive_cl", "holds", "recursive (c,l)-diversity"),
+    "t_closeness": ("t_closeness", "<=", "t-closeness (largest distance to the table)"),
+    "prosecutor_max": ("prosecutor_risk_max", "<=", "highest prosecutor risk"),
+    "prosecutor_avg": ("prosecutor_risk_avg", "<=", "average prosecutor risk"),
+    "journalist_max": ("journalist_risk_max", "<=", "highest journalist risk"),
+    "journalist_avg": ("journalist_risk_avg", "<=", "average journalist risk"),
+    "marketer": ("marketer_risk", "<=", "marketer risk"),
+    "uniques_fraction": ("uniques_fraction", "<=", "share of rows unique in the release"),
+    "population_uniqueness": ("population_uniqueness", "<=", "estimated population uniqueness"),
+}
+
+# Columns the pipeline carries next to the data but never publishes.
+LINKAGE_COLUMN = "__anon_linkage"
+INTERNAL_COLUMNS = (LINKAGE_COLUMN,)
+
+
+@dataclass
+class Outcome:
+    """The verdict of one check: passed or not, with what was measured against what."""
+
+    name: str
+    passed: bool
+    severity: str = "error"  # "error" blocks the publication, "warn" only reports
+    value: Any = None
+    threshold: Any = None
+    comparison: str = ""
+    summary: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> bool:
+        return not self.passed and self.severity == "error"
+
+
+def publishable_view(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without the internal columns that are never published."""
+    return df.drop(columns=[c for c in INTERNAL_COLUMNS if c in df.columns])
+
+
+def load_population(spec: ReleaseSpec) -> pd.DataFrame | None:
+    """The population table declared in the policy, if any."""
+    if spec.policy.population is None:
+        return None
+    return read_table(spec.resolve(spec.policy.population.path))
+
+
+def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Every risk figure of the release (``RiskMeasures.to_dict()``) over the published view.
+
+    An empty release (everything suppressed) has no classes: ``{"rows": 0}``, which fails
+    every threshold.
+    """
+    data = publishable_view(anonymized)
+    if len(data) == 0:
+        return {"rows": 0, "classes": 0}
+    options: dict[str, Any] = {}
+    sensitive = spec.sensitive
+    if sensitive:
+        options["sensitive_kind"] = {s: spec.columns[s].kind or "nominal" for s in sensitive}
+        orders = {s: spec.columns[s].order for s in sensitive if spec.columns[s].order}
+        if orders:
+            options["sensitive_order"] = orders
+        trees = {s: build_hierarchy(spec, s) for s in sensitive if spec.columns[s].hierarchy is not None}
+        if trees:
+            options["sensitive_hierarchy"] = trees
+    cl = spec.policy.thresholds.recursive_cl
+    if cl is not None:
+        options["recursive_c"] = cl.c
+    try:
+        measured = core.measure_risk(
+            data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
+            sampling_fraction=spec.policy.sampling_fraction,
+            count_column=spec.policy.population.count_column if spec.policy.population else None,
+            **options,
+        )
+    except TypeError:  # a kernel without the per-attribute options
+        measured = core.measure_risk(
+            data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
+            sampling_fraction=spec.policy.sampling_fraction,
+            count_column=spec.policy.population.count_column if spec.policy.population else None,
+        )
+    return measured.to_dict()
+
+
+def _compare(value: float, comparison: str, threshold: float) -> bool:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return value >= threshold if comparison == ">=" else value <= threshold
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def threshold_outcomes(spec: ReleaseSpec, measures: Mapping[str, Any]) -> list[Outcome]:
+    """One outcome per threshold declared in ``spec.policy.thresholds``."""
+    declared = spec.policy.thresholds.model_dump(exclude_none=True)
+    outcomes = []
+    for key, threshold in declared.items():
+        name, comparison, label = THRESHOLD_CHECKS[key]
+        if key == "recursive_cl":
+            # the smallest l for which every class is recursive (c, l)-diverse at the declared c
+            value = measures.get("l_recursive")
+            passed = value is not None and value >= threshold["l"]
+            threshold_text = f"l={threshold['l']} at c={threshold['c']}"
+        else:
+            value = measures.get(key)
+            if isinstance(value, Mapping):  # several estimators: judge the most pessimistic one
+                value = value.get("max")
+            passed = _compare(value, comparison, threshold)
+            threshold_text = _fmt(threshold)
+        if value is None:
+            summary = f"{label}: not measured (the risk kernel gave no '{key}'), so it cannot pass"
+        elif measures.get("rows", 0) == 0:
+            passed = False
+            summary = f"{label}: the release has no rows (everything suppressed?)"
+        else:
+            verdict = "meets" if passed else "violates"
+            summary = f"{label} = {_fmt(value)} {verdict} the threshold {comparison} {threshold_text}"
+        outcomes.append(Outcome(name=name, passed=passed, value=value, threshold=threshold,
+                                comparison=comparison, summary=summary))
+    return outcomes
+
+
+def utility_outcomes(spec: ReleaseSpec, original: pd.DataFrame, anonymized: pd.DataFrame) -> list[Outcome]:
+    """One outcome per utility query: largest prevalence error (points) within its bound."""
+    outcomes = []
+    data = publishable_view(anonymized)
+    for q in spec.utility_queries:
+        name = f"utility_{q.name}"
+        try:
+            error, table = core.utility_query_error(original, data, q.group_by, q.target)
+        except Exception as exc:  # a query that cannot be evaluated fails, never passes
+            outcomes.append(Outcome(name=name, passed=False, severity=q.severity,
+                                    summary=f"query {q.name!r} could not be evaluated: {exc}"))
+            continue
+        error = float(error)
+        bound = q.max_error_points
+        passed = True if bound is None else error <= bound
+        summary = (f"query {q.name!r} (prevalence of {q.target} by {', '.join(q.group_by)}): "
+                   f"largest error {error:.3g} points"
+                   + ("" if bound is None else f", bound {bound:g}"))
+        outcomes.append(Outcome(name=name, passed=passed, severity=q.severity, value=error,
+                                threshold=bound, comparison="<=", summary=summary,
+                                details={"table": table}))
+    return outcomes
+
+
+def class_size_histogram(measures: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows ``{"sizes": label, "classes": n, "rows": n}`` of the measures' class-size histogram."""
+    hist = measures.get("class_size_histogram") or []
+    if isinstance(hist, Mapping):  # {size: classes}
+        return [{"sizes": str(k), "classes": int(v), "rows": int(k) * int(v)} for k, v in sorted(hist.items())]
+    return [{"sizes": str(r["sizes"]), "classes": int(r["classes"]), "rows": int(r["rows"])} for r in hist]
+
+
+def worst_classes(spec: ReleaseSpec, anonymized: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
+    """The smallest equivalence classes: their QI values and size, nothing else of the rows."""
+    data = publishable_view(anonymized)
+    qis = [q for q in spec.quasi_identifiers if q in data.columns]
+    if not qis or data.empty:
+        return pd.DataFrame(columns=[*qis, "size"])
+    sizes = data.groupby(qis, dropna=False, sort=False, observed=True).size().rename("size")
+    return sizes.sort_values(kind="stable").head(limit).reset_index()
+
+
+def raw_identifier_values(spec: ReleaseSpec, raw: pd.DataFrame) -> dict[str, set[str]]:
+    """Raw values of each identifier column, as text, that must never appear in a publication."""
+    out = {}
+    for name in spec.identifiers:
+        if name in raw.columns:
+            values = raw[name].dropna().astype(str)
+            out[name] = set(values.tolist())
+    return out
+
+
+def contract_problems(spec: ReleaseSpec, published: pd.DataFrame,
+                      raw_values: Mapping[str, set[str]] | None = None,
+                      min_length: int = 5) -> list[str]:
+    """The data contract in plain pandas (the gate's re-verification; the check uses GE).
+
+    Published columns are exactly ``spec.published_columns``; no identifier column without a
+    pseudonymization method; pseudonyms match their format; partition keys are never null; no
+    raw identifier value appears (counts only: the values themselves are never reported). An
+    identifier's own column is searched for all its raw values; other text columns only for
+    values of at least ``min_length`` characters, since short ones collide with ordinary codes.
+    """
+    problems = []
+    allowed = set(spec.published_columns)
+    present = set(published.columns)
+    if present != allowed:
+        extra, missing = sorted(present - allowed), sorted(allowed - present)
+        problems.append(f"published columns differ from the allowed set: extra {extra}, missing {missing}")
+    for name in spec.identifiers:
+        if name in published.columns and spec.columns[name].pseudonymize is None:
+            problems.append(f"identifier column {name!r} has no pseudonymization and must not be published")
+    for name in spec.pseudonymized:
+        if name not in published.columns:
+            continue
+        p = spec.columns[name].pseudonymize
+        pattern = core.pseudonym_pattern(p.method, prefix_version=p.prefix_version)
+        values = published[name].dropna().astype(str)
+        bad = int((~values.str.fullmatch(pattern.strip("^$"))).sum())
+        if bad:
+            problems.append(f"column {name!r}: {bad} values do not match the {p.method} pseudonym format")
+    for name in spec.partition_keys:
+        if name in published.columns and published[name].isna().any():
+            problems.append(f"partition key {name!r} has {int(published[name].isna().sum())} null values")
+    for name, values in (raw_values or {}).items():
+        for col in published.columns:
+            if col != name and not (pd.api.types.is_string_dtype(published[col]) or published[col].dtype == object):
+                continue
+            candidates = values if col == name else {v for v in values if len(v) >= min_length}
+            if not candidates:
+                continue
+            hits = int(published[col].astype(str).isin(candidates).sum())
+            if hits:
+                problems.append(f"column {col!r}: {hits} values equal a raw value of identifier {name!r}")
+    return problems
+
+
+def gate_outcomes(spec: ReleaseSpec, anonymized: pd.DataFrame, original: pd.DataFrame | None,
+                  population: pd.DataFrame | None = None) -> tuple[list[Outcome], dict[str, Any]]:
+    """Re-measure ``anonymized`` against every threshold and utility query of the spec."""
+    measures = measure(spec, anonymized, population)
+    outcomes = threshold_outcomes(spec, measures)
+    if original is not None:
+        outcomes += utility_outcomes(spec, publishable_view(original), anonymized)
+    return outcomes, measures
+
+
+def summary_markdown(title: str, outcomes: list[Outcome], measures: Mapping[str, Any]) -> str:
+    """A short markdown account: verdict per check, then the main figures."""
+    lines = [f"### {title}", "", "| check | verdict | measured | threshold |", "|---|---|---|---|"]
+    for o in outcomes:
+        verdict = "pass" if o.passed else ("FAIL" if o.severity == "error" else "warn")
+        thr = "" if o.threshold is None else f"{o.comparison} {_fmt(o.threshold)}"
+        lines.append(f"| {o.name} | {verdict} | {_fmt(o.value) if o.value is not None else 'n/a'} | {thr} |")
+    lines += ["", "| measure | value |", "|---|---|"]
+    for key in ("rows", "classes", "k", "uniques_fraction", "prosecutor_max", "prosecutor_avg",
+                "journalist_max", "journalist_avg", "marketer", "l_distinct", "l_entropy", "t_closeness"):
+        if key in measures and measures[key] is not None:
+            lines.append(f"| {key} | {_fmt(measures[key])} |")
+    return "\n".join(lines)
+
+
+def as_float(value: Any) -> float | None:
+    """A JSON/metadata-friendly float (None for missing or not-a-number)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+__all__ = [
+    "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "THRESHOLD_CHECKS", "Outcome", "as_float",
+    "class_size_histogram", "contract_problems", "gate_outcomes",
+    "load_population", "measure", "publishable_view", "raw_identifier_values",
+    "summary_markdown", "threshold_outcomes", "utility_outcomes", "worst_classes",
+]

@@ -1,0 +1,276 @@
+"""The release lifecycle in Dagster: blocking checks gate the publication, per partition.
+
+Small releases are generated in tmp dirs; runs go through the release's job with an ephemeral
+Dagster instance, as the UI or the scheduler would launch them.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from dagster import AssetKey, DagsterInstance
+
+from anon_dagster.dagster import AnonReleaseComponent
+from anon_dagster.errors import SpecError
+
+MASTER_KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = None,
+                  method: str = "global", k: int = 2, rows_2023: int = 40, rows_2024: int = 40,
+                  max_suppression: float = 0.5, composition: bool = True, seed: int = 0,
+                  data: pd.DataFrame | None = None) -> Path:
+    """A two-year release spec and its data (random unless ``data`` is given); returns the spec path."""
+    rng = np.random.default_rng(seed)
+    n = rows_2023 + rows_2024
+    ages = rng.choice([30, 31, 42, 43], n)  # few values: k=2 is reachable by generalizing
+    df = data if data is not None else pd.DataFrame({
+        "pid": [f"PID{i:06d}" for i in range(n)],
+        "name": [f"Full Name {i:04d}" for i in range(n)],
+        "age": ages,
+        "sex": rng.choice(["F", "M"], n),
+        "region": rng.choice(["North", "South"], n),
+        "visit_date": ["2023-03-01"] * rows_2023 + ["2024-07-15"] * rows_2024,
+        "diagnosis": rng.choice(["A10", "B20", "C30"], n),
+    })
+    (tmp / "data").mkdir(exist_ok=True)
+    df.to_csv(tmp / "data" / f"{name}.csv", index=False)
+    spec = {
+        "release": name,
+        "source": {"path": f"../data/{name}.csv"},
+        "partitions": {"cadence": "yearly", "start": "2023-01-01", "end": "2025-01-01", "column": "visit_date"},
+        "columns": {
+            "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research"}},
+            "name": {"role": "identifier"},
+            "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10, 20]}},
+            "sex": {"role": "quasi"},
+            "region": {"role": "quasi", "partition_key": True},
+            "visit_date": {"role": "insensitive"},
+            "diagnosis": {"role": "sensitive"},
+        },
+        "anonymization": {"method": method, "k": k, "max_suppression": max_suppression},
+        "policy": {"thresholds": thresholds or {"k": 2}},
+        "publication": {"path": "../published/{release}/{partition}.parquet"},
+    }
+    if composition:
+        spec["composition"] = {"population": f"{name}_people", "person": "pid", "min_k": 1}
+    (tmp / "specs").mkdir(exist_ok=True)
+    path = tmp / "specs" / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
+    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_CONFIG", "DAGSTER_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "state" / "ledger.sqlite"))
+    return tmp_path
+
+
+def load(tmp: Path, spec: Path):
+    return AnonReleaseComponent(specs=[str(spec)], storage_dir=str(tmp / "state" / "storage"),
+                                ledger_path=str(tmp / "state" / "ledger.sqlite")).build_definitions(tmp)
+
+
+def run(defs, release: str, partition: str, instance, selection: list[AssetKey] | None = None):
+    job = defs.resolve_job_def(f"{release}_release")
+    return job.execute_in_process(partition_key=partition, instance=instance, raise_on_error=False,
+                                  asset_selection=selection)
+
+
+def check_evaluations(result) -> dict[str, object]:
+    return {e.event_specific_data.check_name: e.event_specific_data
+            for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+
+
+def materialized(result) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
+
+
+def test_unreachable_k_blocks_publication_in_the_run_and_in_a_later_run(env):
+    # method none: nothing is generalized, so classes of 1 remain and k >= 5 cannot hold
+    spec = write_release(env, method="none", k=5, thresholds={"k": 5, "prosecutor_max": 0.2})
+    defs = load(env, spec)
+    instance = DagsterInstance.ephemeral()
+    result = run(defs, "tiny", "2023", instance)
+    assert not result.success
+    evals = check_evaluations(result)
+    assert evals["k_anonymity"].passed is False
+    assert evals["prosecutor_risk_max"].passed is False
+    meta = evals["k_anonymity"].metadata
+    assert {"measured", "threshold", "summary", "class_size_histogram", "worst_classes"} <= set(meta)
+    assert meta["measured"].value < 5
+    # the worst classes show QI values and sizes, no other row data
+    worst_cols = {c.name for c in meta["worst_classes"].schema.columns}
+    assert worst_cols == {"age", "sex", "region", "size"}
+    assert "tiny/anonymized" in materialized(result)
+    assert "tiny/published" not in materialized(result)
+    publication = env / "published" / "tiny" / "2023.parquet"
+    assert not publication.exists()
+
+    # a later run selecting only the publication re-verifies the gate and refuses
+    later = run(defs, "tiny", "2023", instance, selection=[AssetKey(["tiny", "published"])])
+    assert not later.success
+    assert "tiny/published" not in materialized(later)
+    assert not publication.exists()
+    failures = [e for e in later.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "k_anonymity" in failures[0].event_specific_data.error.message
+
+
+def test_reachable_thresholds_publish_exactly_the_allowed_columns(env):
+    thresholds = {"k": 2, "prosecutor_max": 0.5, "l_distinct": 1}
+    spec_path = write_release(env, thresholds=thresholds)
+    defs = load(env, spec_path)
+    instance = DagsterInstance.ephemeral()
+    result = run(defs, "tiny", "2023", instance)
+    assert result.success, [e.message for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert all(e.passed for e in check_evaluations(result).values())
+    publication = env / "published" / "tiny" / "2023.parquet"
+    published = pd.read_parquet(publication)
+    # exactly the allowed columns: pseudonymized identifier and every non-identifier
+    assert list(published.columns) == ["pid", "age", "sex", "region", "visit_date", "diagnosis"]
+    # re-measured independently of the library: smallest class over the QIs, prosecutor risk
+    sizes = published.groupby(["age", "sex", "region"], dropna=False).size()
+    assert sizes.min() >= 2 and 1 / sizes.min() <= 0.5
+    assert len(published) >= 20 * 0.5  # suppression within the budget
+    # no raw identifier survives
+    raw = pd.read_csv(env / "data" / "tiny.csv")
+    assert not set(published["pid"].astype(str)) & set(raw["pid"])
+    assert "__anon_linkage" not in published.columns
+    # only 2023 rows were taken
+    assert set(published["visit_date"].astype(str)) == {"2023-03-01"}
+
+
+def balanced_rows(year: int, diagnoses: list[str]) -> pd.DataFrame:
+    """4 rows per (age, sex, region) combination, cycling through ``diagnoses``."""
+    rows = []
+    for age in (30, 42):
+        for sex in ("F", "M"):
+            for region in ("North", "South"):
+                for j in range(4):
+                    rows.append({"age": age, "sex": sex, "region": region,
+                                 "diagnosis": diagnoses[j % len(diagnoses)]})
+    df = pd.DataFrame(rows)
+    df.insert(0, "pid", [f"PID{year}{i:04d}" for i in range(len(df))])
+    df.insert(1, "name", [f"Full Name {year} {i:04d}" for i in range(len(df))])
+    df["visit_date"] = f"{year}-06-01"
+    return df[["pid", "name", "age", "sex", "region", "visit_date", "diagnosis"]]
+
+
+def test_a_failing_partition_blocks_only_itself(env):
+    # classes of 4 in both years; 2023 has two diagnoses per class (l = 2), 2024 only one
+    # (l = 1): no generalization or suppression can raise l, so only 2024 fails
+    data = pd.concat([balanced_rows(2023, ["A10", "B20"]), balanced_rows(2024, ["A10"])], ignore_index=True)
+    spec_path = write_release(env, thresholds={"k": 2, "l_distinct": 2}, max_suppression=0.0, data=data)
+    defs = load(env, spec_path)
+    instance = DagsterInstance.ephemeral()
+    bad = run(defs, "tiny", "2024", instance)
+    good = run(defs, "tiny", "2023", instance)
+    assert not bad.success and check_evaluations(bad)["l_diversity_distinct"].passed is False
+    assert good.success and check_evaluations(good)["l_diversity_distinct"].passed is True
+    assert (env / "published" / "tiny" / "2023.parquet").exists()
+    assert not (env / "published" / "tiny" / "2024.parquet").exists()
+    # the evaluations are recorded per partition
+    assert check_evaluations(bad)["l_diversity_distinct"].partition == "2024"
+    assert check_evaluations(good)["l_diversity_distinct"].partition == "2023"
+
+
+def test_a_key_store_that_cannot_be_opened_fails_before_anything_is_written(env, monkeypatch):
+    spec_path = write_release(env)
+    monkeypatch.delenv("ANON_DAGSTER_MASTER_KEY")
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE", str(env / "no-such-keystore" / "keystore.json"))
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", "wrong horse battery")
+    defs = load(env, spec_path)
+    result = run(defs, "tiny", "2023", DagsterInstance.ephemeral())
+    assert not result.success
+    failures = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failures[0].step_key == "tiny__raw"
+    error = failures[0].event_specific_data.error
+    assert (error.cause or error).cls_name == "SecretError"
+    assert materialized(result) == set()
+    storage = env / "state" / "storage"
+    assert not storage.exists() or not any(p.is_file() for p in storage.rglob("*"))
+    assert not (env / "published").exists()
+
+
+def test_personal_data_is_encrypted_at_rest_and_owner_only(env):
+    spec_path = write_release(env)
+    defs = load(env, spec_path)
+    assert run(defs, "tiny", "2023", DagsterInstance.ephemeral()).success
+    storage = env / "state" / "storage" / "tiny"
+    raw_file = storage / "raw" / "2023.parquet.enc"
+    anon_file = storage / "anonymized" / "2023.parquet"
+    assert raw_file.exists() and (storage / "pseudonymized" / "2023.parquet.enc").exists()
+    assert not (storage / "raw" / "2023.parquet").exists()
+    blob = raw_file.read_bytes()
+    assert blob.startswith(b"ANONENC1") and b"PID000001" not in blob and b"PAR1" not in blob[:16]
+    for f in (raw_file, anon_file):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600
+    assert stat.S_IMODE(storage.stat().st_mode) == 0o700
+
+
+def test_secrets_never_reach_the_event_log(env, monkeypatch):
+    passphrase = "correct-horse-battery-staple-7731"
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", passphrase)
+    spec_path = write_release(env, method="none", k=5, thresholds={"k": 5})
+    defs = load(env, spec_path)
+    instance = DagsterInstance.ephemeral()
+    run(defs, "tiny", "2023", instance)
+    run(defs, "tiny", "2023", instance, selection=[AssetKey(["tiny", "published"])])
+    key_bytes = base64.b64decode(MASTER_KEY)
+    dump = []
+    for record in instance.all_logs(instance.get_runs()[0].run_id) + instance.all_logs(instance.get_runs()[1].run_id):
+        dump.append(repr(record))
+    for r in instance.get_runs():
+        dump.append(repr(r.run_config))
+        dump.append(repr(r.tags))
+    text = "\n".join(dump)
+    assert passphrase not in text
+    assert MASTER_KEY not in text
+    assert key_bytes.hex() not in text
+    assert repr(key_bytes) not in text
+
+
+def test_definitions_group_keys_checks_job_and_schedule(env):
+    spec_path = write_release(env, thresholds={"k": 2, "t_closeness": 0.5})
+    defs = load(env, spec_path)
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert keys == {"tiny/raw", "tiny/pseudonymized", "tiny/anonymized", "tiny/published"}
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).group_name == "tiny"
+    checks = {k.name for k in graph.asset_check_keys}
+    assert checks == {"k_anonymity", "t_closeness", "composition", "data_contract"}
+    job = defs.resolve_job_def("tiny_release")
+    assert job.partitions_def.get_partition_keys() == ["2023", "2024"]
+    schedule = defs.resolve_schedule_def("tiny_schedule")
+    assert schedule.cron_schedule == "0 0 1 1 *"
+
+
+def test_a_broken_spec_fails_loading_with_file_key_and_reason(env):
+    spec_path = write_release(env)
+    text = spec_path.read_text().replace("cadence: yearly", "cadence: fortnightly")
+    spec_path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        AnonReleaseComponent(config_dir=str(spec_path.parent)).build_definitions(env)
+    message = str(err.value)
+    assert str(spec_path) in message and "partitions.cadence" in message
+
+
+def test_repo_definitions_load(repo_root, monkeypatch):
+    monkeypatch.delenv("ANON_DAGSTER_CONFIG", raising=False)
+    import runpy
+
+    defs = runpy.run_path(str(repo_root / "definitions.py"))["defs"]
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert "hospital_discharges/published" in keys
+    assert os.fspath(repo_root) not in repr(sorted(keys))
