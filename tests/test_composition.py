@@ -171,3 +171,67 @@ def test_vectorized_effective_k_matches_brute_force(tmp_path_factory, releases):
     assert result.effective_k == min(expected.values())
     assert result.exposed_persons == sum(v < 3 for v in expected.values())
     assert result.joint_effective_k <= result.effective_k
+
+
+# ----- the CLI ------------------------------------------------------------------------------
+
+
+def _write_spec(folder, name: str, qis: list[str], min_k: int = 5, mode: str = "rows") -> str:
+    import yaml
+
+    columns = {"patient_id": {"role": "identifier", "pseudonymize": {"method": "hmac"}}}
+    for q in ("age", "sex", "province", "profession"):
+        columns[q] = {"role": "quasi" if q in qis else "insensitive"}
+    publication = {"path": "out/{partition}.csv", "mode": mode}
+    if mode == "aggregates":
+        publication.update(epsilon=0.5, total_epsilon=1.0, aggregates={"group_by": ["sex"]})
+    spec = {
+        "release": name, "source": {"path": f"{name}.csv"}, "columns": columns,
+        "anonymization": {"method": "none" if mode == "aggregates" else "global", "k": 5},
+        "composition": {"population": "patients", "person": "patient_id", "min_k": min_k},
+        "publication": publication,
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def test_compose_cli_gates_ci(tmp_path, monkeypatch, capsys):
+    import base64
+
+    from anon_dagster.cli import main
+    from anon_dagster.pseudonymize import open_keystore
+
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(b"m" * 32).decode())
+    monkeypatch.delenv("ANON_DAGSTER_KEYSTORE", raising=False)
+    key = open_keystore().derive_key("ledger-linkage")
+    pop = _population()
+    q1, q2 = ["age", "sex", "province"], ["age", "sex", "profession"]
+    r1, r2 = _five_anonymous(pop, q1), _five_anonymous(pop, q2)
+    ledger = Ledger(tmp_path / "l.sqlite")
+    # the first release was published through the pipeline with the same linkage key
+    ledger.record(release="by_province", partition="", population="patients", spec_hash="s", data_hash="h",
+                  qis={}, k=5, assignment=class_assignment(r1[q1], q1, r1["patient_id"], linkage_key=key))
+    data = tmp_path / "by_profession.csv"
+    r2.to_csv(data, index=False)
+    strict = _write_spec(tmp_path, "by_profession", q2)
+    args = ["compose", strict, "--input", str(data), "--anonymized", "--ledger", str(ledger.path)]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "persons below min_k = 5" in out
+    assert main([*args, "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["effective_k"] < 5 and result["exposed_persons"] > 0
+    assert "P0" not in json.dumps(result)
+    relaxed = _write_spec(tmp_path, "by_profession", q2, min_k=1)
+    assert main(["compose", relaxed, "--input", str(data), "--anonymized", "--ledger", str(ledger.path)]) == 0
+
+    # a DP release: the budget decides
+    dp_spec = _write_spec(tmp_path, "counts", ["sex"], mode="aggregates")
+    assert main(["compose", dp_spec, "--ledger", str(ledger.path)]) == 0
+    assert "PASSED" in capsys.readouterr().out
+    for year in ("1", "2"):
+        ledger.record(release="counts", partition=year, population="patients", spec_hash="s", data_hash=year,
+                      qis={}, k=None, epsilon_spend=(0.5, 1.0, "basic", None))
+    assert main(["compose", dp_spec, "--ledger", str(ledger.path)]) == 1
+    assert "budget exceeded" in capsys.readouterr().out

@@ -400,7 +400,8 @@ class Ledger:
                     release, partition, population, status, spec_hash, data_hash,
                     json.dumps(qis, sort_keys=True), None if k is None else int(k),
                     None if rows is None else int(rows), published_at, report_path, report_json,
-                    None if report_inputs is None else json.dumps(report_inputs, sort_keys=True),
+                    # key order kept: the report lists columns in the order the spec declares them
+                    None if report_inputs is None else json.dumps(report_inputs),
                     epsilon,
                 ),
             )

@@ -1,0 +1,107 @@
+"""Spec-level entry points: compose a release, record its evaluation, rebuild its report.
+
+These are what the Dagster layer and the CLI call; they only tie the ledger, the composition
+check and the report to a release spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..errors import UserError
+from .composition import CompositionResult, check_composition, class_assignment
+from .ledger import ClassAssignmentRows, Ledger, Publication, RecordOutcome
+from .report import build_report, render_json
+
+
+def spec_assignment(
+    spec: Any,
+    published: pd.DataFrame,
+    persons: pd.Series | Sequence[object],
+    *,
+    linkage_key: bytes | None,
+) -> ClassAssignmentRows:
+    """The class assignment of ``published`` over the spec's quasi-identifiers."""
+    return class_assignment(published, spec.quasi_identifiers, persons, linkage_key=linkage_key)
+
+
+def compose(
+    spec: Any,
+    assignment: ClassAssignmentRows,
+    ledger: Ledger,
+    *,
+    partition: str | None,
+) -> CompositionResult | None:
+    """The composition check of a spec's release; None when the spec declares no composition."""
+    if spec.composition is None:
+        return None
+    return check_composition(
+        assignment, ledger, population=spec.composition.population, release=spec.release,
+        partition=partition, min_k=spec.composition.min_k,
+    )
+
+
+def record_evaluation(
+    ledger: Ledger,
+    spec: Any,
+    inputs: Mapping[str, Any],
+    *,
+    assignment: ClassAssignmentRows | None = None,
+    qis: Mapping[str, Any] | None = None,
+    k: int | None = None,
+    rows: int | None = None,
+    report_path: str | None = None,
+    epsilon_spend: tuple[float, float, str, float | None] | None = None,
+) -> tuple[RecordOutcome, dict[str, Any]]:
+    """Build the report from ``inputs`` and record the evaluation in the ledger.
+
+    A publishable report is recorded as a publication (it counts for later compositions and,
+    for a DP release, spends ``epsilon_spend``); a report that is not publishable is recorded
+    as a failed evaluation, kept for its report only. ``qis`` defaults to the anonymization
+    record's ``levels`` (global recoding) or the list of QIs. Returns the ledger outcome and
+    the report.
+    """
+    report = build_report(inputs)
+    publishable = report["verdict"]["publishable"]
+    if qis is None:
+        anon = inputs.get("anonymization") or {}
+        qis = anon.get("levels") or {q: None for q in spec.quasi_identifiers}
+    population = spec.composition.population if spec.composition else None
+    if epsilon_spend is not None and population is None:
+        population = spec.release
+    metrics = inputs.get("measures") or {}
+    outcome = ledger.record(
+        release=spec.release, partition=inputs.get("partition") or "", population=population,
+        spec_hash=inputs["spec_hash"], data_hash=inputs["data_hash"], qis=dict(qis),
+        k=k if k is not None else metrics.get("k"), rows=rows if rows is not None else metrics.get("rows"),
+        status="published" if publishable else "failed",
+        assignment=assignment if publishable else None,
+        published_at=inputs["evaluated_at"], report_path=report_path or inputs.get("report_path"),
+        report_json=render_json(report), report_inputs=dict(inputs),
+        epsilon_spend=epsilon_spend if publishable else None,
+    )
+    return outcome, report
+
+
+def find_entry(ledger: Ledger, release: str, partition: str | None, publication_id: int | None = None) -> Publication:
+    """The entry a report is rebuilt from: by id, else the latest of release/partition."""
+    if publication_id is not None:
+        entry = ledger.get(publication_id)
+        if entry.release != release:
+            raise UserError(f"ledger entry {publication_id} belongs to release {entry.release!r}, not {release!r}")
+        return entry
+    entry = ledger.latest(release, partition)
+    if entry is None:
+        where = f"{release}/{partition}" if partition else release
+        raise UserError(f"{ledger.path}: no ledger entry for {where} (publish or evaluate it first)")
+    return entry
+
+
+def rebuild_report(entry: Publication) -> dict[str, Any]:
+    """The report of a ledger entry, rebuilt from the inputs stored with it."""
+    if entry.report_inputs is None:
+        raise UserError(f"ledger entry {entry.id} ({entry.release}/{entry.partition}) holds no report inputs")
+    return build_report(entry.report_inputs)

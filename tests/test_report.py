@@ -1,0 +1,225 @@
+"""The risk report: four sections, verdicts, byte-identical rebuild from the ledger, HTML."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anon_dagster.cli import main
+from anon_dagster.demo.generate import generate_frames
+from anon_dagster.release.ledger import Ledger, dataset_hash
+from anon_dagster.release.publish import compose, record_evaluation, spec_assignment
+from anon_dagster.release.report import (
+    build_report,
+    canonical,
+    class_size_distribution,
+    render_html,
+    render_json,
+    render_markdown,
+    report_inputs,
+    risk_distribution,
+    threshold_checks,
+)
+from anon_dagster.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_SPEC = REPO / "assets_config" / "hospital_discharges.yaml"
+KEY = b"ledger-linkage-test-key-32-bytes"
+WHEN = "2025-02-01T10:00:00Z"
+
+
+def _generalize(df: pd.DataFrame, k: int = 5) -> tuple[pd.DataFrame, int]:
+    """A simple k-anonymous view of the demo discharges: 20-year ages, years, sex, province."""
+    out = df.copy()
+    lower = (out["age"] // 20) * 20
+    out["age"] = lower.astype(str) + "-" + (lower + 19).astype(str)
+    for col in ("postal_code", "municipality", "profession"):
+        out[col] = "*"
+    out["admission_date"] = out["admission_date"].dt.year.astype(str)
+    qis = ["age", "sex", "postal_code", "municipality", "province", "profession", "admission_date"]
+    size = out.groupby(qis)["diagnosis"].transform("size")
+    return out[size >= k], int((size < k).sum())
+
+
+def _measures(published: pd.DataFrame, qis: list[str]) -> tuple[dict, np.ndarray]:
+    sizes = published.groupby(qis).size().to_numpy()
+    n = int(sizes.sum())
+    l_distinct = int(published.groupby(qis)["diagnosis"].nunique().min())
+    return {
+        "rows": n, "classes": len(sizes), "k": int(sizes.min()),
+        "uniques_fraction": float((sizes == 1).sum() / n), "prosecutor_max": float(1 / sizes.min()),
+        "prosecutor_avg": float(len(sizes) / n), "l_distinct": l_distinct,
+    }, sizes
+
+
+@pytest.fixture(scope="module")
+def demo():
+    spec = load_spec(DEMO_SPEC)
+    _, discharges = generate_frames(population=20000, discharges=4000, seed=3)
+    raw = discharges[discharges["admission_date"].dt.year == 2024].reset_index(drop=True)
+    published, suppressed = _generalize(raw)
+    return spec, raw, published, suppressed
+
+
+def _inputs(spec, raw, published, suppressed, ledger, **overrides):
+    measures, sizes = _measures(published, spec.quasi_identifiers)
+    assignment = spec_assignment(spec, published, raw.loc[published.index, "patient_id"].reset_index(drop=True), linkage_key=KEY)
+    by_group = (raw.loc[~raw.index.isin(published.index)].groupby("province").size())
+    kwargs = dict(
+        partition="2024", data_hash=dataset_hash(published), measures=measures, class_sizes=sizes,
+        utility={"generic": {"qi_entropy_bits": 3.5}, "queries": [
+            {"name": "prevalence_by_province", "error_points": 0.4, "max_error_points": 1.0, "passed": True}]},
+        suppression={"rows": suppressed, "share": suppressed / len(raw), "by_group": by_group.to_dict()},
+        composition=compose(spec, assignment, ledger, partition="2024"),
+        evaluated_at=WHEN, published_path="published/hospital_discharges/2024.parquet",
+        mitigations=["age generalized to 20-year bands", f"{suppressed} rows in classes below k suppressed"],
+    )
+    kwargs.update(overrides)
+    return report_inputs(spec, **kwargs), assignment
+
+
+def test_demo_report_has_four_sections_and_rebuilds_byte_identically(demo, tmp_path):
+    spec, raw, published, suppressed = demo
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    inputs, assignment = _inputs(spec, raw, published, suppressed, ledger)
+    outcome, report = record_evaluation(ledger, spec, inputs, assignment=assignment)
+    assert outcome.action == "inserted"
+
+    ident, hyp, meas, verdict = (report[s] for s in ("identification", "hypotheses", "measures", "verdict"))
+    assert ident["dataset_hash"] == dataset_hash(published) and ident["spec_hash"] == spec.spec_hash()
+    assert ident["partition"] == "2024" and ident["date"] == WHEN and ident["seed"] == 20240101
+    assert ident["package_version"] == "0.1.0"
+    assert set(hyp["quasi_identifiers"]) == set(spec.quasi_identifiers)
+    assert hyp["quasi_identifiers"]["province"].startswith("partition key")
+    assert hyp["sensitive_attributes"] == ["diagnosis"]
+    assert hyp["thresholds"] == {"k": 5, "prosecutor_max": 0.2, "prosecutor_avg": 0.1, "l_distinct": 2}
+    assert hyp["population"]["sampling_fraction"] == 0.01 and hyp["adversary"] == "journalist"
+    assert hyp["published"]["dropped_identifiers"] == ["national_id", "full_name"]
+    assert any("later" in b.lower() for b in hyp["what_the_method_cannot_see"])
+    assert meas["metrics"]["k"] >= 5
+    assert sum(c["rows"] for c in meas["class_size_distribution"]) == len(published)
+    assert abs(sum(r["share"] for r in meas["risk_distribution"]) - 1) < 1e-9
+    assert meas["composition"]["passed"] and meas["suppression"]["rows"] == suppressed
+    assert verdict["review_date"] == "2025-07-31"  # 2025-02-01 + 180 days
+    names = {c["name"] for c in verdict["checks"]}
+    assert {"k", "prosecutor_max", "prosecutor_avg", "l_distinct", "composition"} <= names
+    expected_ok = meas["metrics"]["l_distinct"] >= 2
+    assert verdict["publishable"] is expected_ok
+    assert ledger.get(outcome.publication_id).status == ("published" if expected_ok else "failed")
+
+    # the report written at evaluation time ...
+    written = {fmt: tmp_path / f"report.{fmt}" for fmt in ("json", "md", "html")}
+    written["json"].write_text(render_json(report), encoding="utf-8")
+    written["md"].write_text(render_markdown(report), encoding="utf-8")
+    written["html"].write_text(render_html(report), encoding="utf-8")
+    # ... is rebuilt from the ledger alone, byte for byte
+    stored = ledger.get(outcome.publication_id).report_json
+    assert stored == written["json"].read_text(encoding="utf-8")
+    for fmt, path in written.items():
+        out = tmp_path / f"rebuilt.{fmt}"
+        code = main(["report", str(DEMO_SPEC), "--partition", "2024", "--format", fmt,
+                     "--output", str(out), "--ledger", str(ledger.path)])
+        assert code == 0
+        assert out.read_bytes() == path.read_bytes(), fmt
+    # no linkage pseudonym and no person identifier leaks into the report
+    text = written["json"].read_text()
+    assert not any(p in text for p in assignment.members["person"].head(50))
+    assert not any(p in text for p in raw["patient_id"].head(50))
+
+
+def test_failed_release_gets_a_report_and_does_not_count(demo, tmp_path):
+    spec, raw, published, suppressed = demo
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    inputs, assignment = _inputs(spec, raw, published, suppressed, ledger,
+                                 measures={"rows": 10, "classes": 10, "k": 1, "prosecutor_max": 1.0,
+                                           "prosecutor_avg": 1.0, "l_distinct": 1})
+    outcome, report = record_evaluation(ledger, spec, inputs, assignment=assignment)
+    assert report["verdict"]["verdict"] == "not publishable"
+    assert {"k", "prosecutor_max", "prosecutor_avg", "l_distinct"} <= set(report["verdict"]["failed_checks"])
+    entry = ledger.get(outcome.publication_id)
+    assert entry.status == "failed"
+    assert ledger.entries(population="patients") == []  # not a publication for composition
+    assert ledger.assignment(outcome.publication_id).members.empty
+    md = tmp_path / "r.md"
+    assert main(["report", str(DEMO_SPEC), "--partition", "2024", "--output", str(md), "--ledger", str(ledger.path)]) == 0
+    assert "not publishable" in md.read_text()
+
+
+def test_report_cli_errors_are_user_errors(tmp_path, capsys):
+    code = main(["report", str(DEMO_SPEC), "--partition", "1999", "--ledger", str(tmp_path / "l.sqlite")])
+    assert code == 2
+    assert "no ledger entry for hospital_discharges/1999" in capsys.readouterr().err
+
+
+def test_threshold_checks_by_hand():
+    checks = {c["name"]: c for c in threshold_checks(
+        {"k": 5, "prosecutor_max": 0.2, "l_entropy": 2.0, "t_closeness": None},
+        {"k": 5, "prosecutor_max": 0.25})}
+    assert checks["k"]["passed"] and not checks["prosecutor_max"]["passed"]
+    assert not checks["l_entropy"]["passed"] and "not measured" in checks["l_entropy"]["summary"]
+    assert "t_closeness" not in checks
+
+
+def test_distributions_by_hand():
+    sizes = [1, 2, 2, 5, 10]
+    assert class_size_distribution(sizes) == [
+        {"size": 1, "classes": 1, "rows": 1}, {"size": 2, "classes": 2, "rows": 4},
+        {"size": 5, "classes": 1, "rows": 5}, {"size": 10, "classes": 1, "rows": 10}]
+    bins = {r["to"]: r["rows"] for r in risk_distribution(sizes)}
+    # risks: 1 (1 row), 0.5 (4 rows), 0.2 (5 rows), 0.1 (10 rows)
+    assert bins == {0.01: 0, 0.02: 0, 0.05: 0, 0.1: 10, 0.2: 5, 0.334: 0, 0.5: 4, 1.0: 1}
+
+
+def test_canonical_json_is_stable():
+    value = {"b": np.float64(0.1) + np.float64(0.2), "a": [np.int64(3), float("nan"), (1, 2)], "c": np.bool_(True)}
+    assert canonical(value) == {"b": 0.3, "a": [3, None, [1, 2]], "c": True}
+    text = render_json(value)
+    assert text.index('"a"') < text.index('"b"') and text.endswith("\n")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=8),
+                       st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**9, 10**9),
+                                 st.text(max_size=10), st.none()), max_size=8))
+def test_report_survives_a_json_round_trip(extra):
+    """What the ledger stores (JSON) rebuilds the same bytes as the live inputs."""
+    spec = load_spec(DEMO_SPEC)
+    inputs = report_inputs(spec, partition="2024", data_hash="d" * 64, measures={"k": 5, **extra},
+                           class_sizes=[5, 6, 6], evaluated_at=WHEN)
+    again = json.loads(json.dumps(inputs))
+    assert render_json(build_report(again)) == render_json(build_report(inputs))
+
+
+@pytest.mark.browser
+def test_html_report_renders_in_headless_chromium(demo, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (make browser installs Debian's package)")
+    spec, raw, published, suppressed = demo
+    inputs, _ = _inputs(spec, raw, published, suppressed, Ledger(tmp_path / "l.sqlite"))
+    page = render_html(build_report(inputs))
+    assert "<script" not in page.lower()
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page and page.count("<svg") == 2
+    out_dir = REPO / "test-output"
+    out_dir.mkdir(exist_ok=True)
+    html_path = out_dir / "risk_report.html"
+    html_path.write_text(page, encoding="utf-8")
+    shot = out_dir / "risk_report.png"
+    shot.unlink(missing_ok=True)
+    proc = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1100,2600", f"--screenshot={shot}", html_path.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert shot.exists() and shot.stat().st_size > 20_000
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
