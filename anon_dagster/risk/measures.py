@@ -224,6 +224,8 @@ def measure_risk(
     bootstrap: int = 200,
     seed: int = 0,
     population_source: str | None = None,
+    population_qis: Sequence[str] | None = None,
+    strict_population: bool = True,
 ) -> RiskMeasures:
     """Measure the re-identification risk, attribute disclosure and utility of ``df``.
 
@@ -252,6 +254,12 @@ def measure_risk(
             error against ``original`` is reported in percentage points.
         k: the anonymization's k, for the normalized AECS.
         uniqueness, bootstrap, seed: population-uniqueness estimation and its bootstrap.
+        population_qis: join the population on these QIs only (a subset of the QIs, for a
+            population that lacks event attributes such as a date). The journalist figures are
+            then those of the coarser classes, which *understate* the risk; reported as
+            ``extras["population_qis"]``.
+        strict_population: when False, a class with more rows than people in the population
+            gets ``F_c = n_c`` instead of an error (rows that are events of one person).
 
     Raises DataError (a UserError) naming the column or value for bad input: empty table, no
     QI, a missing column, a column both QI and sensitive, ``f`` outside (0, 1], a population
@@ -337,7 +345,20 @@ def measure_risk(
         source = population_source or (str(population) if isinstance(population, str | Path) else "population")
         if isinstance(population, str | Path):
             population = read_table(population)
-        F = population_class_sizes(ec, population, count_column, source=source)
+        if population_qis is not None:
+            pq = _as_list(population_qis)
+            extra = [q for q in pq if q not in qis]
+            if not pq or extra:
+                raise DataError(f"population QIs must be a non-empty subset of the QIs, got {pq}")
+            coarse = EquivalenceClasses.from_frame(df, pq)
+            F_coarse = population_class_sizes(coarse, population, count_column, source=source,
+                                              strict=strict_population)
+            # each fine class lies inside one coarse class: take its F
+            F = F_coarse[coarse.row_class[ec.first_rows]]
+            extras["population_qis"] = pq
+        else:
+            F = population_class_sizes(ec, population, count_column, source=source,
+                                       strict=strict_population)
         population_size = float(
             pd.to_numeric(population[count_column]).sum() if count_column else len(population)
         )

@@ -29,7 +29,8 @@ from .classes import EquivalenceClasses, combine_codes, factorize_column
 
 
 def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame,
-                           count_column: str | None = None, source: str = "population") -> np.ndarray:
+                           count_column: str | None = None, source: str = "population",
+                           strict: bool = True) -> np.ndarray:
     """Population size ``F_c`` of each sample class (float64, one per class).
 
     The population is microdata (one row per person) or, with ``count_column``, a frequency
@@ -37,7 +38,9 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
     are matched as the sample's, missing matching missing. Raises DataError when a QI column is
     absent, counts are not non-negative numbers, a sample class is absent from the population
     (its journalist risk would be undefined; the message names one such class), or a class has
-    fewer people in the population than rows in the sample.
+    fewer people in the population than rows in the sample. With ``strict=False`` the latter is
+    the documented choice ``F_c = max(F_c, n_c)`` (rows that are events of the same person, such
+    as repeated admissions, can outnumber the people of a class).
     """
     qis = classes.qis
     absent = [q for q in qis if q not in population.columns]
@@ -75,6 +78,8 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
             "sample was drawn from, generalized like the sample"
         )
     short = np.flatnonzero(F < classes.sizes)
+    if len(short) and not strict:
+        return np.maximum(F, classes.sizes)
     if len(short):
         c = int(short[0])
         raise DataError(

@@ -1,0 +1,281 @@
+"""``anon-dagster risk``: measure the re-identification risk of a table.
+
+Two forms:
+
+    anon-dagster risk DATA --qi a,b,c [--sensitive s] [--population POP] [--count-column n]
+                           [--sampling-fraction f] [--json]
+    anon-dagster risk --config SPEC.yaml [--input DATA] [--partition P] [--json]
+
+With ``--config`` the QIs, sensitive attributes (with their kind, order and hierarchy),
+population, count column and sampling fraction come from the release spec (options given on the
+command line override them); the data is ``--input`` or the spec's source, and the spec's
+population path resolves relative to the spec. Bad input exits with status 2 and one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataError, UserError
+from ..io import read_table
+from ..risk.measures import CONTRACT_KEYS, RiskMeasures, measure_risk
+
+# Partition windows by cadence: the key is the window's start (2024, 2024-03, 2024-04-01).
+_CADENCE_OFFSETS = {
+    "daily": pd.DateOffset(days=1),
+    "weekly": pd.DateOffset(weeks=1),
+    "monthly": pd.DateOffset(months=1),
+    "quarterly": pd.DateOffset(months=3),
+    "yearly": pd.DateOffset(years=1),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "risk",
+        help="measure re-identification risk, l-diversity, t-closeness and utility of a table",
+        description="Measure the risk of DATA over its quasi-identifiers, or of a release spec's data.",
+    )
+    p.add_argument("data", nargs="?", help="table to measure (csv or parquet)")
+    p.add_argument("--qi", help="quasi-identifier columns, comma-separated")
+    p.add_argument("--sensitive", help="sensitive column(s), comma-separated")
+    p.add_argument("--population", help="population table (microdata, or with --count-column a frequency table)")
+    p.add_argument("--count-column", help="the population's column of counts")
+    p.add_argument("--population-qis",
+                   help="join the population on these QIs only (it lacks the others; understates journalist risk)")
+    p.add_argument("--lenient-population", action="store_true",
+                   help="a class with more rows than people in the population gets F = its rows (rows are events)")
+    p.add_argument("--sampling-fraction", help="share of the population in the table, in (0, 1]")
+    p.add_argument("--sensitive-kind", choices=("nominal", "ordinal", "numeric"),
+                   help="distance for t-closeness: total variation (nominal) or ordered EMD")
+    p.add_argument("--risk-threshold", help="a record is at risk above this probability (default 0.2)")
+    p.add_argument("--subgroup", help="break the figures down by these columns, comma-separated")
+    p.add_argument("--config", help="release spec (YAML): QIs, sensitive and population from it")
+    p.add_argument("--input", help="with --config: data to measure instead of the spec's source")
+    p.add_argument("--partition", help="with --config: the partition of the source to measure")
+    p.add_argument("--generalized", action="store_true",
+                   help="with --config: the data is already generalized, skip the hierarchy coverage check")
+    p.add_argument("--json", action="store_true", help="print the measures as JSON")
+    p.set_defaults(handler=run)
+
+
+def _fraction(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise DataError(f"--sampling-fraction {text!r} is not a number") from None
+    if not (0.0 < value <= 1.0) or math.isnan(value):
+        raise DataError(f"--sampling-fraction {text!r} is outside (0, 1]")
+    return value
+
+
+def _number(text: str | None, option: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise DataError(f"{option} {text!r} is not a number") from None
+
+
+def _names(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.config:
+        if args.data:
+            raise UserError("give either DATA or --config SPEC (with --input DATA), not both")
+        source, kwargs = _from_spec(args)
+    else:
+        if not args.data:
+            raise UserError("missing DATA (a csv or parquet file), or use --config SPEC.yaml")
+        if args.input or args.partition or args.generalized:
+            raise UserError("--input, --partition and --generalized need --config")
+        qis = _names(args.qi)
+        if not qis:
+            raise UserError("--qi is empty: name the quasi-identifier columns, comma-separated")
+        df = read_table(args.data)
+        source = args.data
+        for col in [*qis, *_names(args.sensitive), *_names(args.subgroup)]:
+            if col not in df.columns:
+                raise DataError(
+                    f"{source}: no column {col!r} (columns: {', '.join(map(str, df.columns))})"
+                )
+        kwargs = {
+            "df": df, "quasi_identifiers": qis, "sensitive": _names(args.sensitive) or None,
+            "population": args.population, "count_column": args.count_column,
+            "sampling_fraction": _fraction(args.sampling_fraction),
+        }
+        if args.sensitive_kind:
+            kwargs["sensitive_kind"] = args.sensitive_kind
+    if args.population_qis:
+        kwargs["population_qis"] = _names(args.population_qis)
+    if args.lenient_population:
+        kwargs["strict_population"] = False
+    if args.risk_threshold is not None:
+        kwargs["risk_threshold"] = _number(args.risk_threshold, "--risk-threshold")
+    if args.subgroup:
+        kwargs["subgroup"] = _names(args.subgroup)
+    population = kwargs.get("population")
+    if isinstance(population, str | Path):
+        kwargs["population_source"] = str(population)
+        kwargs["population"] = read_table(population)
+    population = kwargs.get("population")
+    if population is not None and "population_qis" not in kwargs:
+        lacking = [q for q in kwargs["quasi_identifiers"] if q not in population.columns]
+        if lacking:
+            raise DataError(
+                f"{kwargs['population_source']}: the population has no column {lacking[0]!r} "
+                f"(a QI of the data); use --population-qis to join on the QIs it holds"
+            )
+    if kwargs.get("count_column") and kwargs.get("population") is None:
+        raise UserError("--count-column needs --population")
+    if len(kwargs["df"]) == 0:
+        raise DataError(f"{source}: the table is empty: there are no rows to measure")
+    measures = measure_risk(**kwargs)
+    if args.json:
+        print(json.dumps(measures.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render(measures, source))
+    return 0
+
+
+def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    from ..spec import build_hierarchy, load_spec
+
+    spec = load_spec(args.config)
+    if args.input:
+        path = Path(args.input)
+        df = read_table(path)
+    else:
+        raw_path = spec.source.path
+        if "{partition}" in raw_path:
+            if not args.partition:
+                raise UserError(f"{args.config}: the source path holds {{partition}}: give --partition")
+            path = spec.resolve(raw_path, partition=args.partition)
+        else:
+            path = spec.resolve(raw_path)
+        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
+    if args.partition and spec.partitions is not None and "{partition}" not in spec.source.path:
+        df = _partition_rows(df, spec.partitions.column, spec.partitions.cadence, args.partition, str(path))
+
+    qis = _names(args.qi) or spec.quasi_identifiers
+    sensitive = _names(args.sensitive) or spec.sensitive
+    for col in [*qis, *sensitive]:
+        if col not in df.columns:
+            raise DataError(f"{path}: column {col!r} declared in {args.config} is missing from the data")
+    if not args.generalized:
+        # a value the hierarchy cannot place (text under an interval hierarchy, an unknown code)
+        # would make the release fail later: say so now, naming column and value
+        for name, hierarchy in spec.hierarchies.items():
+            if name in qis:
+                hierarchy.table(pd.unique(df[name]))
+
+    policy = spec.policy
+    kwargs: dict[str, Any] = {
+        "df": df, "quasi_identifiers": qis, "sensitive": sensitive or None,
+        "sampling_fraction": _fraction(args.sampling_fraction) if args.sampling_fraction else policy.sampling_fraction,
+        "k": spec.anonymization.k,
+    }
+    if args.population:
+        kwargs["population"] = args.population
+        kwargs["count_column"] = args.count_column
+    elif policy.population is not None:
+        kwargs["population"] = spec.resolve(policy.population.path)
+        kwargs["count_column"] = args.count_column or policy.population.count_column
+    if sensitive:
+        kwargs["sensitive_kind"] = {s: args.sensitive_kind or spec.columns[s].kind or "nominal"
+                                    for s in sensitive if s in spec.columns}
+        orders = {s: spec.columns[s].order for s in sensitive if s in spec.columns and spec.columns[s].order}
+        if orders:
+            kwargs["sensitive_order"] = orders
+        trees = {s: build_hierarchy(spec, s) for s in sensitive
+                 if s in spec.columns and spec.columns[s].hierarchy is not None}
+        if trees:
+            kwargs["sensitive_hierarchy"] = trees
+    thresholds = policy.thresholds
+    if thresholds.recursive_cl is not None:
+        kwargs["recursive_c"] = thresholds.recursive_cl.c
+    if thresholds.prosecutor_max is not None:
+        kwargs["risk_threshold"] = thresholds.prosecutor_max
+    return str(path), kwargs
+
+
+def _partition_rows(df: pd.DataFrame, column: str, cadence: str, key: str, source: str) -> pd.DataFrame:
+    """Rows whose ``column`` date falls in the window starting at partition ``key``."""
+    try:
+        start = pd.Timestamp(key)
+    except (ValueError, TypeError):
+        raise DataError(f"partition {key!r} is not a date (such as 2024 or 2024-03)") from None
+    end = start + _CADENCE_OFFSETS[cadence]
+    if column not in df.columns:
+        raise DataError(f"{source}: partition column {column!r} is missing from the data")
+    dates = pd.to_datetime(df[column], errors="coerce")
+    bad = dates.isna() & df[column].notna()
+    if bad.any():
+        raise DataError(f"{source}: column {column!r} holds {df[column][bad].iloc[0]!r}, not a date")
+    return df[(dates >= start) & (dates < end)]
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def render(measures: RiskMeasures, source: str) -> str:
+    """A readable report of the measures (the JSON has every figure)."""
+    d = measures.to_dict()
+    lines = [f"risk of {source}: {d['rows']} rows over {', '.join(d['quasi_identifiers'])}"]
+    labels = {
+        "rows": "rows", "classes": "equivalence classes", "k": "k (smallest class)",
+        "uniques_fraction": "share of unique rows", "prosecutor_max": "prosecutor risk, max",
+        "prosecutor_avg": "prosecutor risk, average per record",
+        "journalist_max": "journalist risk, max", "journalist_avg": "journalist risk, average",
+        "marketer": "marketer risk", "l_distinct": "l-diversity, distinct",
+        "l_entropy": "l-diversity, entropy", "t_closeness": "t-closeness",
+    }
+    width = max(len(v) for v in labels.values()) + 2
+    for key in CONTRACT_KEYS:
+        lines.append(f"  {labels[key]:<{width}}{_fmt(d[key])}")
+    extra_rows = [
+        ("prosecutor risk, average per class", d.get("prosecutor_avg_per_class")),
+        (f"records at risk (> {_fmt(d.get('risk_threshold'))})", d.get("records_at_risk")),
+        ("t-closeness distance", d.get("t_closeness_distance")),
+        ("recursive (c,l): l at c=" + _fmt(d.get("recursive_c")), d.get("l_recursive")) if "l_recursive" in d else None,
+        ("k-map (smallest population class)", d.get("k_map")) if "k_map" in d else None,
+        ("journalist model", d.get("journalist_model")) if "journalist_model" in d else None,
+        ("population joined on", ", ".join(d["population_qis"])) if "population_qis" in d else None,
+        ("QI entropy (bits)", d.get("qi_entropy_bits")),
+        ("average class size", d.get("aecs")),
+    ]
+    for row in extra_rows:
+        if row is not None and row[1] is not None:
+            lines.append(f"  {row[0]:<{width}}{_fmt(row[1])}")
+    lines.append("  class sizes:  " + "  ".join(
+        f"{b['sizes']}: {b['classes']} ({b['rows']} rows)" for b in d["class_size_histogram"] if b["classes"]
+    ))
+    pu = d.get("population_uniqueness")
+    if isinstance(pu, dict):
+        lines.append(f"  {pu.get('summary', '')}")
+    for column, groups in (d.get("subgroups") or {}).items():
+        lines.append(f"  by {column} (worst first):")
+        for g in groups[:20]:
+            lines.append(
+                f"    {_fmt(g['value']):<20} rows {g['rows']:<8} k {g['k']:<5} "
+                f"unique {_fmt(g['uniques_fraction']):<8} avg risk {_fmt(g['prosecutor_avg'])}"
+            )
+        if len(groups) > 20:
+            lines.append(f"    ... {len(groups) - 20} more groups (see --json)")
+    return "\n".join(lines)
