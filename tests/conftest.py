@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,10 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def adult_dir() -> Path:
     """The Adult benchmark (ARX's copy with its hierarchies); tests skip when it is absent."""
-    for candidate in (REPO / "data" / "adult", ADULT_DIR):
+    candidates = [REPO / "data" / "adult", ADULT_DIR]
+    if os.environ.get("ANON_DAGSTER_ADULT_DIR"):
+        candidates.insert(0, Path(os.environ["ANON_DAGSTER_ADULT_DIR"]))
+    for candidate in candidates:
         if (candidate / "adult.csv").exists():
             return candidate
     pytest.skip("Adult benchmark data not found (expected ../shared/data/adult)")
