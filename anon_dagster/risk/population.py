@@ -683,6 +683,8 @@ def population_uniqueness(
 
 
 def _percent(x: float) -> str:
+    if 0.0 < x < 1e-6:
+        return "<0.0001%"
     return f"{100.0 * x:.3g}%"
 
 
