@@ -1,0 +1,177 @@
+"""Integer coding of quasi-identifiers: factorize once, generalize by indexing code maps.
+
+Definitions. A QI column is factorized once into level-0 codes (one dense code per distinct
+value; a missing value is a value of its own). Its hierarchy gives, for every level ``l``, a map
+``level_maps[l][code0] -> code_l`` (dense codes of that level's labels) and the labels
+themselves ``labels[l][code_l]``. Generalizing a column to level ``l`` is one ``take`` on the
+rows' codes; rolling a set of classes up from level ``a`` to a coarser level ``b`` is one
+``take`` on the classes' codes (``map_between(a, b)``). No algorithm here touches strings per
+row.
+
+Partition keys are coded like other QIs but with a single level (they are never generalized).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, HierarchyError
+from ..hierarchies import Hierarchy, _as_label
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass
+class CodedQI:
+    """One quasi-identifier, factorized, with its hierarchy's per-level code maps.
+
+    Attributes:
+        name: column name.
+        codes: int64 level-0 code of each row (positional).
+        uniques: object array, the distinct value of each level-0 code.
+        level_maps: ``level_maps[l][code0]`` is the dense code at level ``l`` (level 0 = identity).
+        labels: ``labels[l][code_l]`` is the published label of a code at level ``l``.
+        hierarchy: the hierarchy (None for a partition key, which has one level).
+    """
+
+    name: str
+    codes: np.ndarray
+    uniques: np.ndarray
+    level_maps: list[np.ndarray]
+    labels: list[np.ndarray]
+    hierarchy: Hierarchy | None = None
+    _between: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.level_maps)
+
+    def cardinality(self, level: int) -> int:
+        """Number of distinct codes at ``level``."""
+        return len(self.labels[level])
+
+    def map_between(self, a: int, b: int) -> np.ndarray:
+        """``m[code_a] = code_b`` for levels ``a <= b`` (b coarsens a, so the map is a function)."""
+        key = (a, b)
+        if key not in self._between:
+            if a == b:
+                m = np.arange(self.cardinality(a), dtype=np.int64)
+            else:
+                # a representative level-0 code for every code of level a
+                rep = np.empty(self.cardinality(a), dtype=np.int64)
+                rep[self.level_maps[a][::-1]] = np.arange(len(self.level_maps[a]))[::-1]
+                m = self.level_maps[b][rep]
+            self._between[key] = m
+        return self._between[key]
+
+    def row_codes(self, level: int) -> np.ndarray:
+        """Each row's code at ``level``."""
+        return self.codes if level == 0 else self.level_maps[level][self.codes]
+
+    def value_counts(self) -> np.ndarray:
+        """Rows per level-0 code."""
+        return np.bincount(self.codes, minlength=len(self.uniques)).astype(np.int64)
+
+
+def factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Dense int64 codes (positional) and the distinct values; missing is a value of its own."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) -> CodedQI:
+    """Factorize ``series`` and build its level maps from ``hierarchy``.
+
+    Raises HierarchyError when a value is not covered by the hierarchy (naming the value and the
+    column) or when a level does not coarsen the one before over the values present.
+    """
+    name = str(series.name)
+    codes, uniques = factorize(series)
+    if hierarchy is None:
+        labels0 = np.array([_as_label(v) for v in uniques], dtype=object)
+        return CodedQI(name, codes, uniques, [np.arange(len(uniques), dtype=np.int64)], [labels0])
+    table = hierarchy.table(uniques)
+    if check and len(uniques):
+        problems = hierarchy.check_coarsening(uniques)
+        if problems:
+            raise HierarchyError(
+                f"column {name!r}: the hierarchy does not coarsen monotonically: {problems[0]}"
+            )
+    level_maps, labels = [], []
+    for lvl in range(hierarchy.n_levels):
+        if lvl == 0:
+            level_maps.append(np.arange(len(uniques), dtype=np.int64))
+            labels.append(table[:, 0])
+            continue
+        c, u = pd.factorize(table[:, lvl])
+        level_maps.append(c.astype(np.int64))
+        labels.append(np.asarray(u, dtype=object))
+    return CodedQI(name, codes, uniques, level_maps, labels, hierarchy)
+
+
+def combine(columns: Sequence[np.ndarray], cardinalities: Sequence[int]) -> tuple[np.ndarray, int]:
+    """Mixed-radix int64 key of several code columns and the size of its key space.
+
+    When the product of cardinalities would overflow int64 the partial key is re-densified
+    first (``np.unique``), so any number of columns can be combined.
+    """
+    if not columns:
+        raise DataError("no column to combine")
+    key = np.asarray(columns[0], dtype=np.int64).copy()
+    space = max(int(cardinalities[0]), 1)
+    for col, card in zip(columns[1:], cardinalities[1:], strict=True):
+        card = max(int(card), 1)
+        if space > _INT64_MAX // card:
+            uniq, key = np.unique(key, return_inverse=True)
+            key = key.astype(np.int64)
+            space = len(uniq)
+        key = key * card + col
+        space *= card
+    return key, space
+
+
+def group(key: np.ndarray, space: int, weights: np.ndarray | None = None
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal keys: (unique keys sorted, inverse index, summed weights or counts).
+
+    Uses a bincount over the key space when it is small relative to the input (linear time),
+    a sort otherwise.
+    """
+    n = len(key)
+    if space <= 4 * n + 4096:
+        present = np.flatnonzero(np.bincount(key, minlength=space))
+        dense = np.full(space, -1, dtype=np.int64)
+        dense[present] = np.arange(len(present), dtype=np.int64)
+        uniq, inverse = present.astype(np.int64), dense[key]
+    else:
+        uniq, inverse = np.unique(key, return_inverse=True)
+        uniq, inverse = uniq.astype(np.int64), inverse.astype(np.int64).reshape(-1)
+    sums = np.bincount(inverse, weights=weights, minlength=len(uniq))
+    if weights is None or np.asarray(weights).dtype.kind in "iub":
+        sums = np.rint(sums).astype(np.int64)
+    return uniq, inverse, sums
+
+
+def split_key(key: np.ndarray, cardinalities: Sequence[int]) -> list[np.ndarray]:
+    """Inverse of :func:`combine` when no re-densification happened: the per-column codes."""
+    out = []
+    rest = key.copy()
+    for card in reversed(cardinalities):
+        card = max(int(card), 1)
+        out.append(rest % card)
+        rest //= card
+    return out[::-1]
+
+
+def key_fits(cardinalities: Sequence[int]) -> bool:
+    """Whether the mixed-radix key of these cardinalities fits in int64 without re-densifying."""
+    space = 1
+    for c in cardinalities:
+        space *= max(int(c), 1)
+        if space > _INT64_MAX:
+            return False
+    return True

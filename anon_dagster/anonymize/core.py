@@ -1,0 +1,338 @@
+"""The anonymization entry point: ``anonymize(df, spec) -> AnonymizationResult``.
+
+One partition's (already pseudonymized) table goes in; the published rows, the count of
+suppressed rows and a JSON transformation record come out. The spec chooses the method
+(``anonymization.method``): ``global`` (optimal lattice search + suppression), ``mondrian``,
+``microaggregation`` (MDAV on numeric QIs) or ``none``; ``anonymization.suppression`` chooses
+whole-row or cell suppression; ``anonymization.pram`` adds PRAM of one categorical column.
+
+A policy no transformation can reach raises :class:`NoSolution` (a UserError naming the
+closest node or the parts at fault, and the criterion missed): never a silently weaker output.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, HierarchyError, UserError
+from ..risk.classes import EquivalenceClasses
+from .coding import code_qi, combine, factorize, group
+from .criteria import Policy, avg_risk_ok, evaluate_classes, pairs_from_rows, suppression_budget
+from .global_recoding import apply_levels, classes_at, failing_rows
+from .lattice import Lattice, QuerySpec, SearchResult
+from .local_suppression import local_suppression
+from .microaggregation import aggregate, mdav
+from .mondrian import MondrianNoSolution, mondrian
+from .pram import apply_pram, parse_pram
+from .record import breakdown, class_histogram, table_hash
+from .utility import query_error
+
+RECORD_FORMAT = "anon_dagster.transformations/1"
+Progress = Callable[[int, int], None]
+
+
+class NoSolution(UserError):
+    """No transformation reaches the policy within the suppression budget.
+
+    ``details`` names the closest candidate and the criteria it misses (JSON-serializable).
+    """
+
+    def __init__(self, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.details = details or {}
+
+
+@dataclass
+class AnonymizationResult:
+    """Published rows, suppressed-row count and transformation record of one anonymization.
+
+    ``data`` keeps the index labels of the kept input rows and every column it was given
+    (columns not declared in the spec pass through untouched); suppressed rows are removed.
+    """
+
+    data: pd.DataFrame
+    record: dict[str, Any]
+    suppressed: int
+    search: SearchResult | None = None
+    suppressed_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+
+def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> AnonymizationResult:
+    """Anonymize one partition's table as ``spec`` declares (see module docstring)."""
+    t0 = time.perf_counter()
+    an = spec.anonymization
+    method = an.method
+    policy = Policy.from_spec(spec)
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    needed = gen + pks + (list(policy.sensitive) if policy.needs_sensitive else [])
+    absent = [c for c in needed if c not in df.columns]
+    if absent:
+        raise DataError(f"{spec.label}: column {absent[0]!r} is declared in the spec but missing from the data")
+    n = len(df)
+    input_hash = table_hash(df)
+    work = df
+    extra: dict[str, Any] = {}
+    if an.pram is not None:
+        pram = parse_pram(an.pram, spec.label)
+        if pram.column not in df.columns:
+            raise DataError(f"{spec.label}: PRAM column {pram.column!r} is missing from the data")
+        work = df.copy()
+        work[pram.column], changed = apply_pram(df[pram.column], pram, an.seed)
+        extra["pram"] = {**pram.to_dict(), "rows_changed": changed, "seed": an.seed}
+
+    sens_codes = [factorize(work[s])[0] for s in policy.sensitive] if policy.needs_sensitive else []
+    suppressed = np.zeros(n, dtype=bool)
+    cells: dict[str, int] = {}
+    search: SearchResult | None = None
+    metric_value: float | None = None
+    if method == "none" or n == 0:
+        full = work
+    else:
+        if policy.k > n:
+            raise DataError(
+                f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it"
+            )
+        if method == "global":
+            full, suppressed, cells, search, info = _global(work, spec, policy, sens_codes, progress)
+            metric_value = search.loss
+            extra.update(info)
+        elif method == "mondrian":
+            full, suppressed, info = _mondrian(work, spec, policy, sens_codes, progress)
+            metric_value = info["mondrian"]["ncp"]
+            extra.update(info)
+        elif method == "microaggregation":
+            full, suppressed, info = _microaggregation(work, spec, policy, sens_codes)
+            metric_value = info["microaggregation"]["sse_share"]
+            extra.update(info)
+        else:  # validated by the spec model
+            raise UserError(f"unknown anonymization method {method!r}")
+    data = full.loc[~suppressed] if suppressed.any() else full
+    record = _record(spec, policy, df, full, data, suppressed, cells, method, metric_value,
+                     input_hash, extra)
+    record["elapsed_s"] = round(time.perf_counter() - t0, 4)
+    return AnonymizationResult(data, record, int(suppressed.sum()), search, suppressed)
+
+
+# ----- methods ----------------------------------------------------------------------------------
+
+
+def _query_spec(spec, work: pd.DataFrame, gen: list[str]) -> QuerySpec | None:
+    utility = spec.anonymization.utility
+    if not utility.startswith("query:"):
+        return None
+    q = next(q for q in spec.utility_queries if q.name == utility[6:])
+    for c in [*q.group_by, q.target]:
+        if c not in work.columns:
+            raise DataError(f"{spec.label}: utility query {q.name!r} needs column {c!r}, missing from the data")
+    return QuerySpec(
+        group_qi=[gen.index(c) for c in q.group_by if c in gen],
+        group_fixed=[factorize(work[c])[0] for c in q.group_by if c not in gen],
+        target=factorize(work[q.target])[0],
+    )
+
+
+def _global(work, spec, policy, sens_codes, progress):
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    coded = {c: code_qi(work[c], spec.hierarchies[c]) for c in gen}
+    qis = [coded[c] for c in gen] + [code_qi(work[c], None) for c in pks]
+    lattice = Lattice(qis, policy, sens_codes, spec.anonymization.utility,
+                      _query_spec(spec, work, gen), [True] * len(gen) + [False] * len(pks))
+    search = lattice.search(frontier=True, progress=progress)
+    if not search.solved:
+        closest = search.closest
+        where = ", ".join(f"{c}={lv}" for c, lv in zip(gen, closest.levels, strict=False)) if closest else "?"
+        misses = "; ".join(closest.missing) if closest and closest.missing else "the policy"
+        raise NoSolution(
+            f"{spec.label}: no generalization satisfies {', '.join(policy.names())} within "
+            f"max_suppression={policy.max_suppression:g}: the closest node ({where}) misses {misses}",
+            search.to_dict(),
+        )
+    levels = dict(zip(gen, (int(v) for v in search.levels[: len(gen)]), strict=True))
+    row_class, sizes = classes_at(qis, list(search.levels))
+    fail, _ = failing_rows(policy, row_class, sizes, sens_codes)
+    full = apply_levels(work, spec.hierarchies, levels, coded)
+    cells: dict[str, int] = {}
+    if spec.anonymization.suppression == "cells" and fail.any():
+        importance = {c: spec.columns[c].importance for c in gen}
+        full, cells, fail = local_suppression(full, gen, pks, importance, policy, sens_codes,
+                                              candidates=fail)
+    info = {"levels": levels, "search": search.to_dict()}
+    return full, fail, cells, search, info
+
+
+def _check_coverage(work, spec, columns) -> None:
+    for c in columns:
+        try:
+            spec.hierarchies[c].table(pd.unique(work[c]))
+        except HierarchyError as exc:
+            raise HierarchyError(f"{spec.label}: {exc}") from None
+
+
+def _mondrian(work, spec, policy, sens_codes, progress):
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    _check_coverage(work, spec, gen)
+    pcodes = [factorize(work[c])[0] for c in pks]
+
+    def part_label(row: int) -> str:
+        return ", ".join(f"{c}={work[c].iloc[row]}" for c in pks) or "whole table"
+
+    try:
+        m = mondrian([(work[c], spec.hierarchies[c]) for c in gen], policy, pcodes, sens_codes,
+                     partition_labels=part_label, progress=progress)
+    except MondrianNoSolution as exc:
+        raise NoSolution(f"{spec.label}: {exc}") from None
+    full = work.copy()
+    for c in gen:
+        full[c] = pd.Series(m.columns[c], index=work.index)
+    kept = ~m.suppressed
+    if not avg_risk_ok(policy, m.n_classes, int(kept.sum())):
+        raise NoSolution(
+            f"{spec.label}: Mondrian reaches k but not prosecutor_avg="
+            f"{policy.prosecutor_avg:g} ({m.n_classes / max(int(kept.sum()), 1):.4g})"
+        )
+    info = {"mondrian": {
+        "ncp": round(m.ncp, 6), "cuts": m.cuts, "classes": m.n_classes,
+        "parts_suppressed": m.too_small_parts, "ranges": m.ranges,
+        "ranges_truncated": max(m.n_classes - len(m.ranges), 0),
+    }}
+    return full, m.suppressed, info
+
+
+def _microaggregation(work, spec, policy, sens_codes):
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    _check_coverage(work, spec, gen)
+    numeric = [c for c in gen if pd.api.types.is_numeric_dtype(work[c].dtype)
+               and not pd.api.types.is_bool_dtype(work[c].dtype) and not work[c].isna().any()]
+    if not numeric:
+        raise UserError(f"{spec.label}: microaggregation needs at least one numeric quasi-identifier without missing values")
+    n = len(work)
+    k = policy.k
+    block_cols = pks + [c for c in gen if c not in numeric]
+    if block_cols:
+        cols = [factorize(work[c])[0] for c in block_cols]
+        key, space = combine(cols, [int(c.max()) + 1 for c in cols])
+        _, block, bsizes = group(key, space)
+    else:
+        block, bsizes = np.zeros(n, dtype=np.int64), np.array([n])
+    budget = suppression_budget(policy, n)
+    small = bsizes < k
+    suppressed = small[block]
+    if int(suppressed.sum()) > budget:
+        raise NoSolution(
+            f"{spec.label}: {int(small.sum())} group(s) of equal {', '.join(block_cols)} have fewer "
+            f"than k={k} rows ({int(suppressed.sum())} rows, over the suppression budget of {budget})"
+        )
+    x = work[numeric].to_numpy(dtype=float)
+    groups = np.full(n, -1, dtype=np.int64)
+    next_id = 0
+    order = np.argsort(block, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(bsizes)])
+    for b in np.flatnonzero(~small):
+        rows = order[bounds[b]:bounds[b + 1]]
+        g = mdav(x[rows], k)
+        groups[rows] = g + next_id
+        next_id += int(g.max()) + 1
+    full = work.copy()
+    keep = groups >= 0
+    agg = aggregate(work.loc[keep, numeric], numeric, groups[keep] - 0)
+    for c in numeric:
+        full.loc[keep, c] = agg[c].to_numpy()
+    # the policy's other criteria (l, t) on the resulting classes
+    codes = [factorize(full[c])[0] for c in gen + pks]
+    key, space = combine(codes, [int(c.max()) + 1 for c in codes])
+    _, row_class, sizes = group(key, space)
+    pairs = [pairs_from_rows(row_class, len(sizes), s, int(s.max()) + 1) for s in sens_codes]
+    fail = evaluate_classes(policy, sizes, pairs).failing[row_class] & keep
+    suppressed = suppressed | fail
+    if int(suppressed.sum()) > budget:
+        raise NoSolution(
+            f"{spec.label}: after microaggregation {int(suppressed.sum())} rows miss "
+            f"{', '.join(policy.names())}, over the suppression budget of {budget}"
+        )
+    xs = (x - x.mean(axis=0)) / np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+    xa = full[numeric].to_numpy(dtype=float)
+    xa = (xa - x.mean(axis=0)) / np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
+    sst = float((xs[keep] ** 2).sum())
+    sse = float(((xs[keep] - xa[keep]) ** 2).sum())
+    info = {"microaggregation": {
+        "algorithm": "MDAV", "columns": numeric, "blocks_by": block_cols,
+        "groups": next_id, "sse_share": round(sse / sst, 6) if sst else 0.0,
+    }}
+    return full, suppressed, info
+
+
+# ----- record -----------------------------------------------------------------------------------
+
+
+def _record(spec, policy: Policy, df, full, data, suppressed, cells, method, metric_value,
+            input_hash, extra) -> dict:
+    n = len(df)
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    qis = [c for c in spec.quasi_identifiers if c in data.columns]
+    classes = EquivalenceClasses.from_frame(data, qis) if len(data) and qis else None
+    sizes = classes.sizes if classes is not None else np.zeros(0, dtype=np.int64)
+    n_sup = int(suppressed.sum())
+    queries = {}
+    for q in spec.utility_queries:
+        cols = [*q.group_by, q.target]
+        if any(c not in df.columns or c not in full.columns for c in cols):
+            continue
+        orig = [factorize(df[c])[0] for c in q.group_by]
+        pub = [factorize(full[c])[0] for c in q.group_by]
+        target = df[q.target].astype(object).astype(str).to_numpy()
+        target_pub = full[q.target].astype(object).astype(str).to_numpy()
+        err, _ = query_error(orig, pub, target, ~suppressed, target_pub)
+        queries[q.name] = round(err, 6)
+    record = {
+        "format": RECORD_FORMAT,
+        "release": spec.release,
+        "method": method,
+        "parameters": {
+            "k": spec.anonymization.k,
+            "max_suppression": spec.anonymization.max_suppression,
+            "utility": spec.anonymization.utility,
+            "suppression": spec.anonymization.suppression,
+            "policy": policy.to_dict(),
+        },
+        "seed": spec.anonymization.seed,
+        "quasi_identifiers": gen,
+        "partition_keys": pks,
+        "rows_in": n,
+        "rows_out": len(data),
+        "suppression": {
+            "rows": n_sup,
+            "share": round(n_sup / n, 6) if n else 0.0,
+            "budget_rows": suppression_budget(policy, n),
+            "cells": cells,
+            "cells_total": int(sum(cells.values())),
+            "by_partition_key": breakdown(df, suppressed, pks),
+            "by_query": {q.name: breakdown(df, suppressed, [c for c in q.group_by if c in df.columns])
+                         for q in spec.utility_queries},
+        },
+        "classes": {
+            "count": int(len(sizes)),
+            "k": int(sizes.min()) if len(sizes) else None,
+            "histogram": class_histogram(sizes),
+        },
+        "utility": {"metric": _metric_name(method, spec), "value": metric_value, "queries": queries},
+        **extra,
+        "input_hash": input_hash,
+        "output_hash": table_hash(data),
+    }
+    return record
+
+
+def _metric_name(method: str, spec) -> str:
+    if method == "global":
+        return spec.anonymization.utility
+    if method == "mondrian":
+        return "ncp"
+    if method == "microaggregation":
+        return "sse_share"
+    return "none"
