@@ -12,9 +12,10 @@ closest node or the parts at fault, and the criterion missed): never a silently 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -182,22 +183,42 @@ def _mondrian(work, spec, policy, sens_codes, progress):
     def part_label(row: int) -> str:
         return ", ".join(f"{c}={work[c].iloc[row]}" for c in pks) or "whole table"
 
-    try:
-        m = mondrian([(work[c], spec.hierarchies[c]) for c in gen], policy, pcodes, sens_codes,
-                     partition_labels=part_label, progress=progress)
-    except MondrianNoSolution as exc:
-        raise NoSolution(f"{spec.label}: {exc}") from None
+    def run(pol: Policy):
+        try:
+            return mondrian([(work[c], spec.hierarchies[c]) for c in gen], pol, pcodes, sens_codes,
+                            partition_labels=part_label, progress=progress)
+        except MondrianNoSolution as exc:
+            raise NoSolution(f"{spec.label}: {exc}") from None
+
+    def avg_ok(m) -> bool:
+        return avg_risk_ok(policy, m.n_classes, int((~m.suppressed).sum()))
+
+    m = run(policy)
+    min_part = policy.k
+    if not avg_ok(m):
+        # prosecutor_avg is a table-level criterion Mondrian cannot check per cut: raise the
+        # minimum part size until it holds (parts of ceil(1/threshold) rows always satisfy it),
+        # binary-searching the smallest such size.
+        lo, hi = policy.k + 1, max(math.ceil(1.0 / policy.prosecutor_avg - 1e-9), policy.k + 1)
+        best = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            cand = run(replace(policy, k=mid))
+            if avg_ok(cand):
+                best, hi = (mid, cand), mid - 1
+            else:
+                lo = mid + 1
+        if best is None:
+            raise NoSolution(
+                f"{spec.label}: Mondrian cannot reach prosecutor_avg={policy.prosecutor_avg:g} "
+                f"(best {m.n_classes / max(int((~m.suppressed).sum()), 1):.4g} with parts of at least {policy.k} rows)"
+            )
+        min_part, m = best
     full = work.copy()
     for c in gen:
         full[c] = pd.Series(m.columns[c], index=work.index)
-    kept = ~m.suppressed
-    if not avg_risk_ok(policy, m.n_classes, int(kept.sum())):
-        raise NoSolution(
-            f"{spec.label}: Mondrian reaches k but not prosecutor_avg="
-            f"{policy.prosecutor_avg:g} ({m.n_classes / max(int(kept.sum()), 1):.4g})"
-        )
     info = {"mondrian": {
-        "ncp": round(m.ncp, 6), "cuts": m.cuts, "classes": m.n_classes,
+        "ncp": round(m.ncp, 6), "cuts": m.cuts, "classes": m.n_classes, "min_part_size": min_part,
         "parts_suppressed": m.too_small_parts, "ranges": m.ranges,
         "ranges_truncated": max(m.n_classes - len(m.ranges), 0),
     }}

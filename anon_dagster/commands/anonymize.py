@@ -1,0 +1,165 @@
+"""``anon-dagster anonymize SPEC.yaml [--input DATA] --output OUT [--partition P]``.
+
+Reads the data (``--input``, or the spec's source; with ``--partition`` only the rows of that
+time window of ``spec.partitions``), checks it against the spec, pseudonymizes the identifiers
+the spec pseudonymizes (the key store is opened only then) and drops the others, anonymizes as
+``anonymization`` declares, and writes OUT (parquet or csv by suffix) and
+``OUT.transformations.json`` beside it, both atomically. Suppressed rows are not in OUT; their
+count and breakdown are in the record. Bad input or an unreachable policy exits with status 2
+and one line, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import DataError, UserError
+from ..io import read_table, table_format, write_bytes_atomic, write_table_atomic
+from ..spec import ReleaseSpec, check_data, load_spec
+
+_CADENCE_OFFSETS = {
+    "daily": pd.DateOffset(days=1),
+    "weekly": pd.DateOffset(weeks=1),
+    "monthly": pd.DateOffset(months=1),
+    "quarterly": pd.DateOffset(months=3),
+    "yearly": pd.DateOffset(years=1),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "anonymize",
+        help="pseudonymize and anonymize a release's data; write it and its transformation record",
+        description="Anonymize the data of a release spec as its anonymization section declares.",
+    )
+    p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--input", help="data to anonymize (default: the spec's source)")
+    p.add_argument("--output", required=True, help="output table (.parquet or .csv)")
+    p.add_argument("--partition", help="only the rows of this partition (e.g. 2024, 2024-03)")
+    p.add_argument("--quiet", action="store_true", help="no summary, no progress")
+    p.set_defaults(handler=run)
+
+
+def partition_rows(df: pd.DataFrame, spec: ReleaseSpec, key: str, source: str) -> pd.DataFrame:
+    """Rows of ``df`` whose partition date falls in the window starting at ``key``."""
+    assert spec.partitions is not None
+    column = spec.partitions.column
+    try:
+        start = pd.Timestamp(key)
+    except (ValueError, TypeError):
+        raise DataError(f"partition {key!r} is not a date (such as 2024 or 2024-03)") from None
+    end = start + _CADENCE_OFFSETS[spec.partitions.cadence]
+    if column not in df.columns:
+        raise DataError(f"{source}: partition column {column!r} is missing from the data")
+    dates = pd.to_datetime(df[column], errors="coerce")
+    bad = dates.isna() & df[column].notna()
+    if bad.any():
+        raise DataError(f"{source}: column {column!r} holds {df[column][bad].iloc[0]!r}, not a date")
+    return df[(dates >= start) & (dates < end)]
+
+
+def load_input(spec: ReleaseSpec, input_path: str | None, partition: str | None) -> tuple[pd.DataFrame, str]:
+    """The table to anonymize and where it came from."""
+    if input_path:
+        path = Path(input_path)
+        df = read_table(path)
+    else:
+        raw = spec.source.path
+        if "{partition}" in raw:
+            if not partition:
+                raise UserError(f"{spec.label}: the source path holds {{partition}}: give --partition")
+            path = spec.resolve(raw, partition=partition)
+        else:
+            path = spec.resolve(raw)
+        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
+    if partition:
+        if spec.partitions is None:
+            raise UserError(f"{spec.label}: --partition given but the spec declares no partitions")
+        if input_path or "{partition}" not in spec.source.path:
+            df = partition_rows(df, spec, partition, str(path))
+    return df, str(path)
+
+
+class _Progress:
+    """A one-line progress indicator on a terminal, shown once work takes over two seconds."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if not self.enabled or now - self.t0 < 2.0 or now - self.last < 0.2 or total <= 0:
+            return
+        self.last = now
+        self.shown = True
+        share = min(done / total, 1.0)
+        bar = "#" * int(share * 30)
+        print(f"\ranonymizing [{bar:<30}] {share:6.1%}", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.shown:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..anonymize import anonymize
+
+    t0 = time.perf_counter()
+    spec = load_spec(args.spec)
+    out = Path(args.output)
+    table_format(out)  # fail early on an unknown suffix
+    df, source = load_input(spec, args.input, args.partition)
+    if out.resolve() == Path(source).resolve():
+        raise UserError(f"{out}: the output would overwrite the input")
+    check_data(spec, df, source=source)
+    if spec.identifiers:
+        from ..pseudonymize import open_keystore, pseudonymize
+
+        keystore = open_keystore() if spec.pseudonymized else None
+        df, _summary = pseudonymize(df, spec, keystore)
+    progress = _Progress(sys.stderr.isatty() and not args.quiet)
+    try:
+        result = anonymize(df, spec, progress=progress)
+    finally:
+        progress.close()
+    record = dict(result.record)
+    record["source"] = {"rows": len(df), "partition": args.partition}
+    record_path = out.with_name(out.name + ".transformations.json")
+    write_table_atomic(result.data, out)
+    write_bytes_atomic((json.dumps(record, indent=2, sort_keys=False, default=str) + "\n").encode(),
+                       record_path)
+    if not args.quiet:
+        print(summary(record, out, time.perf_counter() - t0))
+    return 0
+
+
+def summary(record: dict, out: Path, elapsed: float) -> str:
+    """The few lines printed after a run: k reached, suppression, utility, time."""
+    sup = record["suppression"]
+    classes = record["classes"]
+    util = record["utility"]
+    lines = [
+        f"{out}: {record['rows_out']} of {record['rows_in']} rows published "
+        f"({record['method']}), k reached {classes['k']} over {classes['count']} classes",
+        f"suppressed: {sup['rows']} rows ({sup['share']:.2%}, budget {sup['budget_rows']})"
+        + (f", {sup['cells_total']} cells" if sup.get("cells_total") else ""),
+    ]
+    if "levels" in record:
+        lines.append("levels: " + ", ".join(f"{c}={lv}" for c, lv in record["levels"].items()))
+    value = util.get("value")
+    lines.append(
+        f"utility: {util['metric']} = {value:.6g}" if isinstance(value, float | int) else f"utility: {util['metric']}"
+    )
+    for name, err in util.get("queries", {}).items():
+        lines.append(f"query {name}: error {err:.4g} percentage points")
+    lines.append(f"time: {elapsed:.2f} s; record: {out.name}.transformations.json")
+    return "\n".join(lines)
