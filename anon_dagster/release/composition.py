@@ -156,25 +156,43 @@ class CompositionResult:
         return d
 
 
-def _intersection(new: pd.DataFrame, old: pd.DataFrame, new_sizes: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
-    """Per new (person, class) pair: the size of its candidate set against one earlier release.
+def _dense(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes of an int64 key and each code's count."""
+    uniques, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return inverse.reshape(-1), counts
 
-    Returns the candidate-set size per row of ``new`` and the (new class, old class) groups.
+
+def _per_person_min(person: np.ndarray, values: np.ndarray, n_persons: int) -> np.ndarray:
+    """Smallest value per person code (persons without a value get the int64 maximum)."""
+    out = np.full(n_persons, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, person, values)
+    return out
+
+
+def _intersection(pn: np.ndarray, cn: np.ndarray, po: np.ndarray, co: np.ndarray,
+                  new_sizes: np.ndarray, n_old_classes: int) -> tuple[np.ndarray, tuple[int, int, int] | None]:
+    """Candidate-set size per new (person, class) row against one earlier release.
+
+    Rows are joined to the person's old class(es) on integer person codes; the size of a
+    present row's set is the number of persons in its (new class, old class) group, an absent
+    row's is its new class's size. Returns the per-row sizes (aligned with ``pn``; for a
+    person with several old classes, the smallest) and the smallest group (new class, old
+    class, size).
     """
-    merged = new.merge(old, on="person", how="left", suffixes=("", "_old"))
-    present = merged["class_id_old"].notna()
-    both = merged[present]
-    groups = (
-        both.groupby(["class_id", "class_id_old"], sort=False)["person"].nunique()
-        .rename("size").reset_index()
-    )
-    sizes = new_sizes[merged["class_id"].to_numpy()].astype(np.int64)
-    if len(both):
-        with_size = both.merge(groups, on=["class_id", "class_id_old"], how="left")
-        sizes[np.flatnonzero(present.to_numpy())] = with_size["size"].to_numpy()
-    # a person can appear in several pairs (rows in several classes): keep the smallest set
-    per_person = pd.Series(sizes).groupby(merged["person"].to_numpy()).min()
-    return per_person, groups
+    left = pd.DataFrame({"row": np.arange(len(pn)), "p": pn, "c": cn})
+    right = pd.DataFrame({"p": po, "o": co})
+    merged = left.merge(right, on="p", how="inner")
+    sizes = new_sizes[cn].astype(np.int64)
+    if merged.empty:
+        return sizes, None
+    key = merged["c"].to_numpy(np.int64) * np.int64(n_old_classes) + merged["o"].to_numpy(np.int64)
+    group, counts = _dense(key)
+    # (person, new class, old class) rows are distinct, so a group's row count is its persons
+    row_sizes = counts[group]
+    np.minimum.at(sizes, merged["row"].to_numpy(), row_sizes)
+    g = int(np.argmin(counts))
+    first = int(np.flatnonzero(group == g)[0])
+    return sizes, (int(merged["c"].iat[first]), int(merged["o"].iat[first]), int(counts[g]))
 
 
 def check_composition(
@@ -189,113 +207,116 @@ def check_composition(
     """Compose a new release's class assignment with every current publication of
     ``population`` (except ``release``/``partition`` itself, which it would supersede)."""
     partition = partition or ""
-    new = assignment.members[["person", "class_id"]]
     new_sizes = persons_per_class(assignment)
-    n_persons = int(new["person"].nunique())
     earlier: list[Publication] = [
         p for p in ledger.entries(population=population)
         if not (p.release == release and p.partition == partition)
     ]
+    olds = [(pub, ledger.assignment(pub.id)) for pub in earlier]
+    olds = [(pub, a) for pub, a in olds if not a.members.empty]
+    # one integer code per person across all releases: every join below is on integers
+    person_arrays = [assignment.members["person"].to_numpy(dtype=object)]
+    person_arrays += [a.members["person"].to_numpy(dtype=object) for _, a in olds]
+    codes, uniques = pd.factorize(np.concatenate(person_arrays)) if len(person_arrays[0]) else (np.zeros(0, np.int64), [])
+    n_codes = len(uniques)
+    bounds = np.cumsum([0] + [len(a) for a in person_arrays])
+    pn = codes[: bounds[1]].astype(np.int64)
+    cn = assignment.members["class_id"].to_numpy(np.int64)
+    n_persons = int(len(np.unique(pn)))
     if n_persons == 0:
         return CompositionResult(True, min_k, 0, 0, 0, 0, 0, text="nothing to publish: no person to compose")
 
-    alone = pd.Series(new_sizes[new["class_id"].to_numpy()]).groupby(new["person"].to_numpy()).min()
+    alone = _per_person_min(pn, new_sizes[cn].astype(np.int64), n_codes)
+    in_new = np.zeros(n_codes, dtype=bool)
+    in_new[pn] = True
     effective = alone.copy()
-    joint_key = new[["person", "class_id"]].copy()
+    joint_key = cn.copy()
     pairs: list[PairResult] = []
     worst: dict[str, Any] | None = None
-    for pub in earlier:
-        old_rows = ledger.assignment(pub.id)
-        old = old_rows.members.rename(columns={"class_id": "class_id_old"})
-        if old.empty:
-            continue
-        per_person, groups = _intersection(new, old, new_sizes)
-        effective = np.minimum(effective, per_person.reindex(effective.index))
-        common = int(new["person"].isin(old["person"]).groupby(new["person"].to_numpy()).any().sum())
-        pair_k = int(per_person.min())
+    for i, (pub, old_rows) in enumerate(olds):
+        po = codes[bounds[i + 1]: bounds[i + 2]].astype(np.int64)
+        co = old_rows.members["class_id"].to_numpy(np.int64)
         old_sizes = persons_per_class(old_rows)
-        expected = None
-        example_new = example_old = None
-        if len(groups):
-            smallest = groups.loc[groups["size"].idxmin()]
-            cn, co = int(smallest["class_id"]), int(smallest["class_id_old"])
-            example_new = json.loads(assignment.signatures[cn])
-            example_old = json.loads(old_rows.signatures[co])
-            universe = len(set(new["person"]) | set(old["person"]))
-            expected = float(new_sizes[cn]) * float(old_sizes[co]) / universe
-        pair = PairResult(
-            pub.id, pub.release, pub.partition, common, pair_k, int((per_person < min_k).sum()),
-            expected, example_new, example_old,
-        )
-        pairs.append(pair)
-        if example_new is not None and (worst is None or pair_k < worst["effective_k"]):
-            worst = {
-                "effective_k": pair_k, "earlier_release": pub.release, "earlier_partition": pub.partition,
-                "new_class": example_new, "earlier_class": example_old,
-                "new_class_persons": int(new_sizes[int(groups.loc[groups["size"].idxmin(), "class_id"])]),
-                "earlier_class_persons": int(old_sizes[int(groups.loc[groups["size"].idxmin(), "class_id_old"])]),
-            }
-        # joint key: absent persons take class -1 (absence is itself a value to an adversary
-        # who links published pseudonyms across releases)
-        first = old.drop_duplicates("person")  # one old class per person suffices for the key
-        joint_key = joint_key.merge(first.rename(columns={"class_id_old": f"c{pub.id}"}), on="person", how="left")
-        joint_key[f"c{pub.id}"] = joint_key[f"c{pub.id}"].fillna(-1).astype("int64")
-
-    class_cols = [c for c in joint_key.columns if c != "person"]
-    joint_sizes = joint_key.groupby(class_cols, sort=False)["person"].transform("nunique")
-    joint = joint_sizes.groupby(joint_key["person"].to_numpy()).min()
-    effective_k = int(effective.min())
-    exposed = int((effective < min_k).sum())
+        row_sizes, smallest = _intersection(pn, cn, po, co, new_sizes, len(old_rows.signatures))
+        per_person = _per_person_min(pn, row_sizes, n_codes)
+        effective = np.minimum(effective, per_person)
+        in_old = np.zeros(n_codes, dtype=bool)
+        in_old[po] = True
+        common = int((in_new & in_old).sum())
+        pair_k = int(per_person[in_new].min())
+        expected = example_new = example_old = None
+        if smallest is not None:
+            c_new, c_old, _ = smallest
+            example_new = json.loads(assignment.signatures[c_new])
+            example_old = json.loads(old_rows.signatures[c_old])
+            universe = int((in_new | in_old).sum())
+            expected = float(new_sizes[c_new]) * float(old_sizes[c_old]) / universe
+            if worst is None or pair_k < worst["effective_k"]:
+                worst = {
+                    "effective_k": pair_k, "earlier_release": pub.release, "earlier_partition": pub.partition,
+                    "new_class": example_new, "earlier_class": example_old,
+                    "new_class_persons": int(new_sizes[c_new]), "earlier_class_persons": int(old_sizes[c_old]),
+                }
+        pairs.append(PairResult(
+            pub.id, pub.release, pub.partition, common, pair_k,
+            int((per_person[in_new] < min_k).sum()), expected, example_new, example_old,
+        ))
+        # joint key: a person's (first) old class, or -1 when absent (absence is itself a
+        # value to an adversary who links published pseudonyms across releases)
+        old_of = np.full(n_codes, -1, dtype=np.int64)
+        old_of[po[::-1]] = co[::-1]
+        joint_key, _ = _dense(joint_key * np.int64(len(old_rows.signatures) + 1) + old_of[pn] + 1)
+    joint_group, joint_counts = _dense(joint_key)
+    joint = _per_person_min(pn, joint_counts[joint_group], n_codes)[in_new]
+    eff = effective[in_new]
     result = CompositionResult(
-        passed=effective_k >= min_k,
+        passed=int(eff.min()) >= min_k,
         min_k=min_k,
         persons=n_persons,
-        effective_k=effective_k,
-        exposed_persons=exposed,
+        effective_k=int(eff.min()),
+        exposed_persons=int((eff < min_k).sum()),
         joint_effective_k=int(joint.min()),
         joint_exposed_persons=int((joint < min_k).sum()),
         compared=pairs,
         example=worst,
     )
-    result.sequential = _sequential(assignment, ledger, release, partition)
-    result.text = _explain(result, alone)
+    cache = {pub.id: a for pub, a in olds}
+    result.sequential = _sequential(assignment, ledger, release, partition, cache)
+    result.text = _explain(result, int(alone[in_new].min()))
     return result
 
 
-def _sequential(assignment: ClassAssignmentRows, ledger: Ledger, release: str, partition: str) -> list[SequentialResult]:
+def _sequential(assignment: ClassAssignmentRows, ledger: Ledger, release: str, partition: str,
+                cache: dict[int, ClassAssignmentRows]) -> list[SequentialResult]:
     """Classes of the same signature whose persons differ by exactly one, per earlier version."""
-    versions = [
-        p for p in ledger.entries(release=release, include_superseded=True)
-        if p.status == "published"
-    ]
-    new = pd.DataFrame({
-        "signature": np.asarray(assignment.signatures, dtype=object)[assignment.members["class_id"].to_numpy()]
-        if len(assignment.signatures) else np.array([], dtype=object),
-        "person": assignment.members["person"].to_numpy(),
-    })
+    versions = [p for p in ledger.entries(release=release, include_superseded=True) if p.status == "published"]
     out = []
+    new_sig = np.asarray(assignment.signatures, dtype=object)
     for pub in versions:
-        old_rows = ledger.assignment(pub.id)
-        if old_rows.members.empty or new.empty:
+        old_rows = cache.get(pub.id) or ledger.assignment(pub.id)
+        if old_rows.members.empty or assignment.members.empty:
             continue
-        old = pd.DataFrame({
-            "signature": np.asarray(old_rows.signatures, dtype=object)[old_rows.members["class_id"].to_numpy()],
-            "person": old_rows.members["person"].to_numpy(),
-        })
-        shared = np.intersect1d(new["signature"].unique(), old["signature"].unique())
+        old_sig = np.asarray(old_rows.signatures, dtype=object)
+        # code signatures and persons jointly, then compare (signature, person) pairs as integers
+        sig_codes, _ = pd.factorize(np.concatenate([new_sig, old_sig]))
+        s_new = sig_codes[: len(new_sig)][assignment.members["class_id"].to_numpy()]
+        s_old = sig_codes[len(new_sig):][old_rows.members["class_id"].to_numpy()]
+        p_codes, p_uniques = pd.factorize(np.concatenate([
+            assignment.members["person"].to_numpy(dtype=object), old_rows.members["person"].to_numpy(dtype=object)]))
+        n_p = np.int64(len(p_uniques))
+        k_new = np.unique(s_new.astype(np.int64) * n_p + p_codes[: len(s_new)])
+        k_old = np.unique(s_old.astype(np.int64) * n_p + p_codes[len(s_new):])
+        shared = np.intersect1d(s_new, s_old)
         if len(shared) == 0:
             out.append(SequentialResult(pub.id, pub.release, pub.partition, 0, 0))
             continue
-        a = new[new["signature"].isin(shared)].drop_duplicates()
-        b = old[old["signature"].isin(shared)].drop_duplicates()
-        both = a.merge(b, on=["signature", "person"], how="outer", indicator=True)
-        changed = (both["_merge"] != "both").groupby(both["signature"].to_numpy()).sum()
+        only = np.concatenate([np.setdiff1d(k_new, k_old, assume_unique=True), np.setdiff1d(k_old, k_new, assume_unique=True)])
+        changed = np.bincount(only // n_p, minlength=int(sig_codes.max()) + 1)[shared]
         out.append(SequentialResult(pub.id, pub.release, pub.partition, int(len(shared)), int((changed == 1).sum())))
     return out
 
 
-def _explain(result: CompositionResult, alone: pd.Series) -> str:
-    k_alone = int(alone.min())
+def _explain(result: CompositionResult, k_alone: int) -> str:
     lines = [
         f"{result.persons} persons in the new release; smallest class alone: {k_alone} persons; "
         f"composed with {len(result.compared)} earlier publication(s) of the population: "
