@@ -342,3 +342,21 @@ def test_full_population_every_estimator_exact(heavy_tailed_population):
     r = population_uniqueness(sizes, 1.0)
     for e in [*r.estimates.values(), r.dankar]:
         assert e.fraction == pytest.approx(truth)
+
+
+@pytest.mark.parametrize("sizes,f", [
+    # (1 - d) ** (alpha + 2) underflowed in the SNB moment equations.
+    ([3, 4, 1, 1, 1, 1, 1, 3, 4, 2, 3, 1, 3, 4], 0.3),
+    # At f = 0.99 a bootstrap replicate can hold only classes too large to be sampled once.
+    ([5, 23, 23, 19, 2, 10, 15, 16, 23, 1, 7, 12, 11, 1], 0.99),
+    ([1], 0.5),
+    ([1, 10**9], 0.01),
+])
+def test_numerically_hard_inputs_give_valid_results(sizes, f):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = population_uniqueness(sizes, f, bootstrap=20)
+    for e in [*r.estimates.values(), r.dankar]:
+        assert e.fraction is None or 0.0 <= e.fraction <= 1.0

@@ -314,7 +314,9 @@ def _zayatz_uniques_batch(sizes: np.ndarray, counts: np.ndarray, f: float) -> np
     logp = np.where(possible, logp, -np.inf)
     # Normalize by the largest term so that tiny probabilities do not underflow.
     shift = np.max(np.where(counts > 0, logp, -np.inf), axis=1, keepdims=True)
-    weights = np.where(counts > 0, counts * np.exp(logp - shift), 0.0)
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        weights = np.where(counts > 0, counts * np.exp(logp - shift), 0.0)
     denom = weights.sum(axis=1)
     c1 = counts[:, 0] if sizes[0] == 1 else np.zeros(len(counts))
     first = weights[:, 0] if sizes[0] == 1 else np.zeros(len(counts))
@@ -500,6 +502,18 @@ def shlosser_classes(sizes: np.ndarray, counts: np.ndarray, f: float) -> float:
     return float(u + c1 * (num1 / den1) * (num2 / den2) ** 2)
 
 
+def snb_log_expected_c1_c2(a: float, b: float, f: float, k: float) -> tuple[float, float]:
+    """Logarithms of :func:`snb_expected_c1_c2` (stable where the powers under- or overflow)."""
+    d = (1.0 - f) * (1.0 - b)
+    log_1md = math.log1p(-d)
+    log_e1 = (math.log(k) + math.log(f) + a * (math.log(b) - log_1md)
+              + math.log1p(a * d / (1.0 - d)))
+    log_e2 = (math.log(k) + math.log(a) + a * math.log(b) + 2.0 * math.log(f)
+              + math.log1p(-b) + math.log(2.0 - (1.0 - a) * d) - math.log(2.0)
+              - (a + 2.0) * log_1md)
+    return log_e1, log_e2
+
+
 def snb_expected_c1_c2(a: float, b: float, f: float, k: float) -> tuple[float, float]:
     """Expected numbers of sample classes of size 1 and 2 under the SNB model.
 
@@ -508,10 +522,8 @@ def snb_expected_c1_c2(a: float, b: float, f: float, k: float) -> tuple[float, f
     ``E[c_1] = K f (b/(1-d))^a (1 + a d/(1-d))`` and
     ``E[c_2] = K a b^a f^2 (1-b) (2 - (1-a) d) / (2 (1-d)^(a+2))``.
     """
-    d = (1.0 - f) * (1.0 - b)
-    e1 = k * f * (b / (1.0 - d)) ** a * (1.0 + a * d / (1.0 - d))
-    e2 = k * a * b**a * f * f * (1.0 - b) * (2.0 - (1.0 - a) * d) / (2.0 * (1.0 - d) ** (a + 2.0))
-    return e1, e2
+    log_e1, log_e2 = snb_log_expected_c1_c2(a, b, f, k)
+    return math.exp(log_e1), math.exp(log_e2)
 
 
 def _snb_fit(c1: float, c2: float, k: float, f: float) -> tuple[float, float] | None:
@@ -519,13 +531,18 @@ def _snb_fit(c1: float, c2: float, k: float, f: float) -> tuple[float, float] | 
     if c1 <= 0 or c2 <= 0 or k <= 0:
         return None
 
+    log_c1, log_c2 = math.log(c1), math.log(c2)
+
     def equations(x):
-        a = math.exp(x[0])
-        b = float(special.expit(x[1]))
-        e1, e2 = snb_expected_c1_c2(a, b, f, k)
-        if e1 <= 0 or e2 <= 0 or not (math.isfinite(e1) and math.isfinite(e2)):
+        try:
+            a = math.exp(x[0])
+            b = float(special.expit(x[1]))
+            log_e1, log_e2 = snb_log_expected_c1_c2(a, b, f, k)
+        except (ValueError, OverflowError, ZeroDivisionError):
             return np.array([1e6, 1e6])
-        return np.array([math.log(e1 / c1), math.log(e2 / c2)])
+        if not (math.isfinite(log_e1) and math.isfinite(log_e2)):
+            return np.array([1e6, 1e6])
+        return np.array([log_e1 - log_c1, log_e2 - log_c2])
 
     for a0, b0 in ((1.0, 0.5), (0.1, 0.9), (5.0, 0.1), (0.01, 0.99)):
         x0 = np.array([math.log(a0), math.log(b0 / (1.0 - b0))])
