@@ -145,10 +145,27 @@ def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
     return list(map(one, values))
 
 
-def _fixed_width_strings(raw: bytes, width: int, n: int) -> pa.Array:
-    """An Arrow string array of ``n`` consecutive ``width``-byte ASCII strings in ``raw``."""
-    offsets = np.arange(0, width * n + 1, width, dtype=np.int64)
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw))
+def _hex_rows(digests: list[bytes], prefix: str) -> np.ndarray:
+    """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of each digest's first 16 bytes."""
+    n = len(digests)
+    raw = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(n, 32)[:, :HMAC_BYTES]
+    hexed = np.frombuffer(raw.tobytes().hex().encode("ascii"), dtype=np.uint8).reshape(n, 2 * HMAC_BYTES)
+    p = len(prefix.encode("ascii"))
+    rows = np.empty((n, p + 2 * HMAC_BYTES), dtype=np.uint8)
+    rows[:, :p] = np.frombuffer(prefix.encode("ascii"), dtype=np.uint8)
+    rows[:, p:] = hexed
+    return rows
+
+
+def _rows_to_strings(rows: np.ndarray, codes: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """Arrow strings: row ``codes[i]`` of the fixed-width matrix where ``valid[i]``, else null."""
+    n, width = len(codes), rows.shape[1]
+    data = rows[codes[valid]].tobytes()
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(valid * width, out=offsets[1:])
+    null_count = int(n - valid.sum())
+    bitmap = pa.array(valid).buffers()[1] if null_count else None
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap, null_count)
 
 
 def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Array:
@@ -156,12 +173,24 @@ def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Arr
     n = len(values)
     if n == 0:
         return pa.array([], type=pa.large_string())
-    digests = np.frombuffer(b"".join(hmac_digests(key, values)), dtype=np.uint8).reshape(n, 32)
-    hexed = digests[:, :HMAC_BYTES].tobytes().hex().encode("ascii")
-    out = _fixed_width_strings(hexed, 2 * HMAC_BYTES, n)
-    if prefix:
-        out = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), out, pa.scalar("", pa.large_string()))
-    return out
+    rows = _hex_rows(hmac_digests(key, values), prefix)
+    return _rows_to_strings(rows, np.arange(n), np.ones(n, dtype=bool))
+
+
+def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "") -> tuple[pa.Array, int]:
+    """HMAC pseudonyms of a normalized column (null stays null), keyed once per distinct value.
+
+    The output is assembled in one fixed-width pass (numpy gather), not string by string.
+    """
+    encoded = normalized.dictionary_encode()
+    distinct = encoded.dictionary.cast(pa.large_binary()).to_pylist()
+    if not distinct:
+        return pa.nulls(len(normalized), type=pa.large_string()), 0
+    rows = _hex_rows(hmac_digests(key, distinct), prefix)
+    indices = encoded.indices
+    valid = indices.is_valid().to_numpy(zero_copy_only=False)
+    codes = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+    return _rows_to_strings(rows, codes, valid), len(distinct)
 
 
 def _b64url_array(raw: list[bytes]) -> pa.Array:

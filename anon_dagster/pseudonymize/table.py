@@ -20,7 +20,7 @@ from ..spec import SAFE_PSEUDONYM_METHODS, NormalizeSpec, PseudonymizeSpec, Rele
 from .keystore import KeyStore, open_keystore
 from .methods import (
     apply_to_distinct,
-    hmac_pseudonyms,
+    hmac_column,
     normalize_identifiers,
     pseudonym_pattern,
     siv_pseudonyms,
@@ -95,13 +95,14 @@ def pseudonymize_values(
     prefix = f"v{version}:" if prefix_version else ""
     if method == "hmac":
         key = keystore.pseudonym_key("hmac", purpose, version)
-        compute = lambda distinct: hmac_pseudonyms(key, distinct, prefix)  # noqa: E731
-    elif method == "aes_siv":
-        key = keystore.pseudonym_key("aes_siv", purpose, version)
-        compute = lambda distinct: siv_pseudonyms(key, purpose, distinct, prefix)  # noqa: E731
+        result, distinct = hmac_column(key, arr, prefix)
     else:
-        compute = lambda distinct: token_pseudonyms(keystore, purpose, distinct)  # noqa: E731
-    result, distinct = apply_to_distinct(arr, compute)
+        if method == "aes_siv":
+            key = keystore.pseudonym_key("aes_siv", purpose, version)
+            compute = lambda values: siv_pseudonyms(key, purpose, values, prefix)  # noqa: E731
+        else:
+            compute = lambda values: token_pseudonyms(keystore, purpose, values)  # noqa: E731
+        result, distinct = apply_to_distinct(arr, compute)
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     return to_pandas_strings(result, index), distinct
