@@ -250,3 +250,35 @@ def test_adult_frequency_table_population(adult):
     da = delta_presence(population, subset, qis)
     db = delta_presence(freq, subset, qis, count_column="count")
     assert da.to_dict() == db.to_dict()
+
+
+def test_delta_presence_table_names_each_class():
+    subset = pd.DataFrame({"age": ["20-29", "30-39", None, "20-29"], "sex": ["F", "F", "M", "M"]})
+    table = delta_presence(POPULATION, subset, ["age", "sex"]).table()
+    assert len(table) == 6
+    row = table[(table["age"] == "20-29") & (table["sex"] == "F")].iloc[0]
+    assert (row["subset"], row["population"], row["delta"]) == (1, 3, pytest.approx(1 / 3))
+    missing = table[table["age"].isna()].iloc[0]
+    assert (missing["sex"], missing["delta"]) == ("M", 0.5)
+    assert delta_presence_from_counts([1], [2]).table()["delta"].tolist() == [0.5]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", None])), min_size=1,
+                max_size=40),
+       st.data())
+def test_match_population_properties(rows, data):
+    population = pd.DataFrame(rows, columns=["x", "y"])
+    chosen = data.draw(st.lists(st.sampled_from(range(len(rows))), min_size=1, unique=True))
+    sample = population.iloc[chosen]
+    perm = data.draw(st.permutations(range(len(rows))))
+    m = match_population(sample, population, ["x", "y"])
+    # Every sampled record is part of the population: F >= f >= 1.
+    assert np.all(m.population_sizes >= m.sample_sizes) and m.sample_sizes.min() >= 1
+    assert m.sample_sizes.sum() == len(sample)
+    # Row order of either table does not change any row's population class size.
+    shuffled = match_population(sample, population.iloc[perm], ["x", "y"])
+    np.testing.assert_array_equal(m.row_population_size, shuffled.row_population_size)
+    reversed_rows = match_population(sample.iloc[::-1], population, ["x", "y"])
+    np.testing.assert_array_equal(m.row_population_size[::-1], reversed_rows.row_population_size)
+    assert k_map(m.population_sizes).k_map == m.row_population_size.min()

@@ -30,6 +30,7 @@ is numeric in one table and text in the other is compared as text.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -295,6 +296,8 @@ class DeltaPresence:
         classes: population classes; published_classes: those holding a subset record.
         absent_classes, absent_records: population classes (people) with no subset record,
             i.e. δ = 0: the release shows that these people are not in the subset.
+        keys: the QI values of each population class (aligned with ``delta``), when computed
+            from tables; ``None`` from counts.
     """
 
     delta: np.ndarray
@@ -306,6 +309,15 @@ class DeltaPresence:
     published_classes: int
     absent_classes: int
     absent_records: int
+    keys: pd.DataFrame | None = None
+
+    def table(self) -> pd.DataFrame:
+        """One row per population class: its QI values (if known), counts and δ."""
+        frame = self.keys.copy() if self.keys is not None else pd.DataFrame(index=range(self.classes))
+        frame["subset"] = self.subset_counts
+        frame["population"] = self.population_counts
+        frame["delta"] = self.delta
+        return frame
 
     def satisfies(self, delta_min: float, delta_max: float) -> bool:
         """(δ_min, δ_max)-presence over the published classes, as ARX checks it."""
@@ -384,7 +396,8 @@ def delta_presence(
         raise DataError("the subset is empty (0 rows)")
     weights = _weights(population, count_column, "the population")
     n_s = len(subset)
-    joint = EquivalenceClasses.from_frame(_aligned(subset, population, qis), qis)
+    combined = _aligned(subset, population, qis)
+    joint = EquivalenceClasses.from_frame(combined, qis)
     sub_counts = np.bincount(joint.row_class[:n_s], minlength=joint.n_classes)
     pop_counts = np.rint(
         np.bincount(joint.row_class[n_s:], weights=weights, minlength=joint.n_classes)
@@ -399,4 +412,8 @@ def delta_presence(
             f"subset record(s), {int(pop_counts[j])} in the population "
             f"({int(over.sum())} such class(es))"
         )
-    return delta_presence_from_counts(sub_counts, pop_counts)
+    result = delta_presence_from_counts(sub_counts, pop_counts)
+    # Population classes in the order delta_presence_from_counts keeps them (count > 0).
+    kept = np.flatnonzero(pop_counts > 0)
+    keys = combined.iloc[joint.first_rows[kept]].reset_index(drop=True)
+    return dataclasses.replace(result, keys=keys)
