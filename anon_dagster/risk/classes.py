@@ -240,24 +240,40 @@ class EquivalenceClasses:
         return flat.reshape(self.n_classes, n_values).astype(np.int64, copy=False)
 
     def pair_counts(self, codes: np.ndarray, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The non-zero cells of the class × value count matrix, sorted by class then value.
+        """The non-zero cells of the class × value count matrix, in no particular order.
 
-        Returns ``(class_id, value_code, count)`` arrays. Memory is proportional to the table,
-        whatever ``n_classes × n_values`` is.
+        Returns ``(class_id, value_code, count)`` arrays, one entry per (class, value) present.
+        Memory is proportional to the table, whatever ``n_classes × n_values`` is: a row alone
+        in its class is a cell of count 1 as it is, and only the rows of larger classes are
+        counted (by bincount when their key space is small, else by hashing).
         """
-        key = self.row_class * n_values + np.asarray(codes, dtype=np.int64)
-        space = self.n_classes * n_values
-        if space <= max(_DENSE_KEYS_PER_ROW * self.n_rows, 1 << 16):
-            flat = np.bincount(key, minlength=space)
-            cells = np.flatnonzero(flat)
-            counts = flat[cells]
+        codes = np.asarray(codes)
+        if len(codes) != self.n_rows:
+            raise ValueError(f"codes have {len(codes)} rows, the classes {self.n_rows}")
+        alone = self.sizes[self.row_class] == 1
+        n_alone = int(alone.sum())
+        if n_alone == 0:
+            rc, vc = self.row_class, codes
         else:
-            ids, uniques = pd.factorize(key, sort=False)
-            counts = np.bincount(ids)
-            order = np.argsort(uniques, kind="stable")
-            cells = uniques[order]
-            counts = counts[order]
-        return cells // n_values, cells % n_values, counts.astype(np.int64, copy=False)
+            rc, vc = self.row_class[~alone], codes[~alone]
+        if len(rc):
+            key = rc * n_values + vc.astype(np.int64, copy=False)
+            space = self.n_classes * n_values
+            if space <= max(_DENSE_KEYS_PER_ROW * len(key), 1 << 16):
+                flat = np.bincount(key, minlength=space)
+                cells = np.flatnonzero(flat)
+                counts = flat[cells]
+            else:
+                ids, cells = pd.factorize(key, sort=False)
+                counts = np.bincount(ids)
+            cls, val = cells // n_values, cells % n_values
+        else:
+            cls = val = counts = np.zeros(0, dtype=np.int64)
+        if n_alone:
+            cls = np.concatenate([cls, self.row_class[alone]])
+            val = np.concatenate([val, codes[alone].astype(np.int64, copy=False)])
+            counts = np.concatenate([counts, np.ones(n_alone, dtype=np.int64)])
+        return cls, val, counts.astype(np.int64, copy=False)
 
     def __repr__(self) -> str:
         return f"EquivalenceClasses(qis={self.qis}, n_rows={self.n_rows}, n_classes={self.n_classes})"

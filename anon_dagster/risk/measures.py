@@ -59,6 +59,7 @@ class SensitiveResult:
     t_distance: str
     tv: np.ndarray
     l_recursive: np.ndarray | None = None
+    disclosure: dict[str, Any] = field(default_factory=dict)
 
     def summary(self, recursive_c: float | None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -72,6 +73,7 @@ class SensitiveResult:
         if self.l_recursive is not None:
             out["l_recursive"] = int(self.l_recursive.min())
             out["recursive_c"] = float(recursive_c)  # type: ignore[arg-type]
+        out.update(self.disclosure)
         return out
 
 
@@ -140,36 +142,53 @@ class RiskMeasures:
         classes are those of the whole table: a minority's figures are its own rows' risks.
         """
         ec = self._ec()
-        groups = np.asarray(groups, dtype=object) if not isinstance(groups, pd.Series) else groups
+        if not isinstance(groups, pd.Series):
+            groups = pd.Series(np.asarray(groups, dtype=object))
         if len(groups) != ec.n_rows:
             raise DataError(f"breakdown: {len(groups)} group values for {ec.n_rows} rows")
-        codes, uniques = pd.factorize(pd.Series(np.asarray(groups, dtype=object)), use_na_sentinel=True)
+        codes, uniques = pd.factorize(groups, use_na_sentinel=True)
         labels = [*list(uniques), None]
-        codes = np.where(codes < 0, len(uniques), codes)
+        codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)
+        n_groups = len(labels)
         rc = ec.row_class
         size = ec.sizes[rc]
-        frame = pd.DataFrame({
-            "g": codes, "cls": rc, "size": size, "risk": 1.0 / size,
-            "unique": size == 1, "at_risk": 1.0 / size > self.risk_threshold,
-        })
-        agg: dict[str, tuple[str, str]] = {
-            "rows": ("size", "size"), "classes": ("cls", "nunique"), "k": ("size", "min"),
-            "uniques_fraction": ("unique", "mean"), "prosecutor_max": ("risk", "max"),
-            "prosecutor_avg": ("risk", "mean"), "records_at_risk": ("at_risk", "mean"),
+        risk = 1.0 / size
+        rows = np.bincount(codes, minlength=n_groups)
+
+        def worst(values: np.ndarray, fn: np.ufunc, start: float) -> np.ndarray:
+            out = np.full(n_groups, start, dtype=float)
+            fn.at(out, codes, values)
+            return out
+
+        def mean(values: np.ndarray) -> np.ndarray:
+            return np.bincount(codes, weights=values, minlength=n_groups) / np.maximum(rows, 1)
+
+        pairs = np.unique(codes * ec.n_classes + rc)
+        table = {
+            "rows": rows,
+            "classes": np.bincount(pairs // ec.n_classes, minlength=n_groups),
+            "k": worst(size.astype(float), np.minimum, np.inf),
+            "uniques_fraction": mean((size == 1).astype(float)),
+            "prosecutor_max": worst(risk, np.maximum, 0.0),
+            "prosecutor_avg": mean(risk),
+            "records_at_risk": mean((risk > self.risk_threshold).astype(float)),
         }
         if self.population_sizes is not None:
-            frame["jrisk"] = 1.0 / self.population_sizes[rc]
-            agg["journalist_max"] = ("jrisk", "max")
-            agg["marketer"] = ("jrisk", "mean")
+            jrisk = 1.0 / self.population_sizes[rc]
+            table["journalist_max"] = worst(jrisk, np.maximum, 0.0)
+            table["marketer"] = mean(jrisk)
         if self.sensitive_results:
-            frame["l"] = np.min([r.l_distinct[rc] for r in self.sensitive_results], axis=0)
-            frame["h"] = np.min([r.entropy[rc] for r in self.sensitive_results], axis=0)
-            frame["t"] = np.max([r.t[rc] for r in self.sensitive_results], axis=0)
-            agg.update(l_distinct=("l", "min"), l_entropy=("h", "min"), t_closeness=("t", "max"))
-        out = frame.groupby("g", sort=True).agg(**agg)
-        if "l_entropy" in out:
-            out["l_entropy"] = np.exp(out["l_entropy"])
-        out.index = pd.Index([labels[i] for i in out.index], name=name)
+            lvals = np.min([r.l_distinct for r in self.sensitive_results], axis=0)[rc]
+            hvals = np.min([r.entropy for r in self.sensitive_results], axis=0)[rc]
+            tvals = np.max([r.t for r in self.sensitive_results], axis=0)[rc]
+            table["l_distinct"] = worst(lvals.astype(float), np.minimum, np.inf)
+            table["l_entropy"] = np.exp(worst(hvals, np.minimum, np.inf))
+            table["t_closeness"] = worst(tvals, np.maximum, 0.0)
+        out = pd.DataFrame(table, index=pd.Index(labels, name=name))
+        out = out[out["rows"] > 0]
+        for col in ("k", "l_distinct"):
+            if col in out:
+                out[col] = out[col].astype(np.int64)
         return out.sort_values(["k", "rows"], kind="stable")
 
     def _ec(self) -> EquivalenceClasses:
@@ -226,6 +245,8 @@ def measure_risk(
     population_source: str | None = None,
     population_qis: Sequence[str] | None = None,
     strict_population: bool = True,
+    attribute_disclosure: bool = True,
+    presence: bool = False,
 ) -> RiskMeasures:
     """Measure the re-identification risk, attribute disclosure and utility of ``df``.
 
@@ -258,6 +279,10 @@ def measure_risk(
             population that lacks event attributes such as a date). The journalist figures are
             then those of the coarser classes, which *understate* the risk; reported as
             ``extras["population_qis"]``.
+        attribute_disclosure: also report δ-disclosure and β-likeness of each sensitive
+            attribute (:mod:`anon_dagster.risk.attribute`).
+        presence: also report δ-presence of ``df`` as a subset of ``population``
+            (:mod:`anon_dagster.risk.presence`).
         strict_population: when False, a class with more rows than people in the population
             gets ``F_c = n_c`` instead of an error (rows that are events of one person).
 
@@ -324,7 +349,7 @@ def measure_risk(
             order=_per_attribute(sensitive_order, name),
             hierarchy=_per_attribute(sensitive_hierarchy, name),
         )
-        measures.sensitive_results.append(_sensitive(ec, coded, recursive_c))
+        measures.sensitive_results.append(_sensitive(ec, coded, recursive_c, attribute_disclosure))
     if sens:
         summaries = {r.name: r.summary(recursive_c) for r in measures.sensitive_results}
         measures.l_distinct = min(s["l_distinct"] for s in summaries.values())
@@ -336,6 +361,10 @@ def measure_risk(
         if recursive_c is not None:
             extras["l_recursive"] = min(s["l_recursive"] for s in summaries.values())
             extras["recursive_c"] = float(recursive_c)
+        if attribute_disclosure:
+            for key in ("delta_disclosure", "beta_likeness", "beta_likeness_enhanced"):
+                values = [s[key] for s in summaries.values() if s.get(key) is not None]
+                extras[key] = max(values) if values else None
         if len(sens) > 1:
             extras["sensitive_attributes"] = summaries
 
@@ -365,6 +394,12 @@ def measure_risk(
         extras["journalist_model"] = "population"
         extras["population_size"] = population_size
         extras["k_map"] = int(F.min()) if np.all(F == np.floor(F)) else float(F.min())
+        if presence:
+            from .presence import delta_presence
+
+            extras["delta_presence"] = delta_presence(
+                population, df, extras.get("population_qis", qis), count_column
+            ).to_dict()
     elif sampling_fraction is not None:
         F = sizes / sampling_fraction
         extras["journalist_model"] = "estimated from the sampling fraction (F = n_c / f)"
@@ -409,14 +444,29 @@ def measure_risk(
     return measures
 
 
-def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float | None) -> SensitiveResult:
+def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float | None,
+               attribute_disclosure: bool) -> SensitiveResult:
     cells = ec.pair_counts(coded.codes, coded.n_values)
     cls, val, cnt = cells
     div = diversity(ec, cls, cnt)
     t, distance = t_closeness(ec, coded, cells)
     tv = t if distance == "total_variation" else total_variation(ec, cls, val, cnt, coded.n_values)
     rec = recursive_l(ec, cls, cnt, recursive_c) if recursive_c is not None else None
-    return SensitiveResult(coded.name, div.l_distinct, div.entropy, t, distance, tv, rec)
+    disclosure: dict[str, Any] = {}
+    if attribute_disclosure:
+        from scipy.sparse import csr_matrix
+
+        from .attribute import beta_likeness, delta_disclosure
+
+        matrix = csr_matrix((cnt, (cls, val)), shape=(ec.n_classes, coded.n_values))
+        d = delta_disclosure(matrix)
+        b = beta_likeness(matrix)
+        disclosure = {
+            "delta_disclosure": d.delta,
+            "beta_likeness": b.basic,
+            "beta_likeness_enhanced": b.enhanced if math.isfinite(b.enhanced) else None,
+        }
+    return SensitiveResult(coded.name, div.l_distinct, div.entropy, t, distance, tv, rec, disclosure)
 
 
 def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: int) -> dict[str, Any] | None:

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import DataError
-from .classes import EquivalenceClasses, combine_codes, factorize_column
+from .classes import EquivalenceClasses, combine_codes
 
 
 def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame,
@@ -58,13 +59,23 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
         weights = None
     keys = classes.keys()
     n_sample = classes.n_classes
-    codes, cards = [], []
+    # Code each population column once, then look the sample classes' values up in its
+    # distinct values: the cost is one factorization of the population plus a hash lookup per
+    # sample class. A sample value the population lacks gets a code of its own (F = 0).
+    sample_codes, pop_codes, cards = [], [], []
     for q in qis:
-        joint = pd.concat([_plain(keys[q]), _plain(population[q])], ignore_index=True)
-        c, card = factorize_column(joint)
-        codes.append(c)
-        cards.append(card)
-    ids, _ = combine_codes(codes, cards, n_sample + len(population))
+        codes, uniques = pd.factorize(_plain(population[q]), use_na_sentinel=True)
+        n_u = len(uniques)
+        codes = np.where(codes < 0, n_u, codes)  # missing: a value of its own, code n_u
+        values = _plain(keys[q])
+        found = pd.Index(uniques).get_indexer(values)
+        found = np.where(values.isna().to_numpy(), n_u, found)
+        found = np.where(found < 0, n_u + 1, found)  # absent from the population
+        sample_codes.append(found)
+        pop_codes.append(codes)
+        cards.append(n_u + 2)
+    joint = [np.concatenate([a, b]) for a, b in zip(sample_codes, pop_codes, strict=True)]
+    ids, _ = combine_codes(joint, cards, n_sample + len(population))
     pop_ids = ids[n_sample:]
     totals = np.bincount(pop_ids, weights=weights, minlength=int(ids.max()) + 1 if len(ids) else 0)
     F = totals[ids[:n_sample]].astype(float)
@@ -91,10 +102,13 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
 
 
 def _plain(series: pd.Series) -> pd.Series:
-    """Categoricals as their values, so two frames with different categories still match."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return series.astype(object)
-    return series.reset_index(drop=True)
+    """Categoricals and Arrow dictionaries as their values, so differently coded frames match."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return series.astype(dtype.categories.dtype)
+    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype):
+        return series.astype(pd.ArrowDtype(dtype.pyarrow_dtype.value_type))
+    return series
 
 
 def _describe(keys: pd.DataFrame, qis: Sequence[str], row: int) -> str:

@@ -1,0 +1,202 @@
+"""Speed and memory of the risk kernel, side by side with a pandas group-by in the same run.
+
+    .venv/bin/python benchmarks/risk.py [--rows 1000000] [--repeat 7] [--skip-adult]
+
+1. Synthetic table (seeded): ``--rows`` rows, 6 QIs (age, sex, postal code, profession, admission
+   month, province; long-tailed like a discharge register) and a sensitive column of 20 values,
+   in three encodings: pandas' default strings, categoricals, Arrow dictionary columns.
+   Times ``measure_risk`` with k, uniques, prosecutor, l (distinct + entropy) and t (total
+   variation) against ``df.groupby(qi).size()``, alternating the two, and prints the medians and
+   their ratio (target: <= 2.0). Then the full ``measure_risk`` (every figure, defaults).
+   Memory: in a child process, the peak resident memory added by ``measure_risk`` (VmHWM reset
+   before the call) against the DataFrame's own size (``memory_usage(deep=True)``), target <= 3.
+2. Adult (30,162 x 9 QIs, ``../shared/data/adult`` or ``data/adult``): every figure together
+   (classes, prosecutor, journalist and marketer against the table as its own population,
+   population uniqueness at f = 0.1, k-map, l distinct/entropy/recursive, t, δ-disclosure,
+   β-likeness, utility, a subgroup breakdown); target <= 50 ms (median).
+
+Machines are shared: each figure is a median of ``--repeat`` runs, and the ratios compare runs
+interleaved in the same process, so a busy neighbour slows both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from anon_dagster import measure_risk  # noqa: E402
+
+QIS = ["age", "sex", "postal_code", "profession", "month", "province"]
+SENSITIVE = "diagnosis"
+CORE = {"uniqueness": False, "attribute_disclosure": False}  # k, uniques, prosecutor, l, t only
+
+
+def synthetic(n: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` rows, 6 QIs and a 20-value sensitive column; Zipf-like tails, seeded."""
+    rng = np.random.default_rng(seed)
+
+    def zipf(k: int, a: float) -> np.ndarray:
+        w = 1.0 / np.arange(1, k + 1) ** a
+        return rng.choice(k, n, p=w / w.sum())
+
+    df = pd.DataFrame({
+        "age": rng.integers(0, 100, n),
+        "sex": np.array(["F", "M"])[rng.integers(0, 2, n)],
+        "postal_code": np.char.add("28", np.char.zfill(zipf(2000, 0.8).astype(str), 3)),
+        "profession": np.char.add("prof", zipf(300, 1.2).astype(str)),
+        "month": np.char.add("2024-", np.char.zfill(rng.integers(1, 25, n).astype(str), 2)),
+        "province": np.char.add("P", zipf(50, 1.2).astype(str)),
+        SENSITIVE: np.char.add("D", zipf(20, 0.7).astype(str)),
+    })
+    for c in df.columns:
+        if c != "age":
+            df[c] = df[c].astype("str")
+    return df
+
+
+def encode(df: pd.DataFrame, encoding: str) -> pd.DataFrame:
+    if encoding == "category":
+        return df.astype("category")
+    if encoding == "arrow-dictionary":
+        return pd.DataFrame({
+            c: pd.Series(pd.arrays.ArrowExtensionArray(
+                pa.chunked_array([pa.array(df[c].to_numpy()).dictionary_encode()])))
+            for c in df.columns
+        })
+    return df
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def compare(df: pd.DataFrame, repeat: int) -> tuple[float, float, float]:
+    """Median seconds of groupby-size, core measure_risk and full measure_risk, interleaved."""
+    g, m, full = [], [], []
+    observed = {"observed": True} if any(isinstance(t, pd.CategoricalDtype) for t in df.dtypes) else {}
+    for _ in range(repeat):
+        gc.collect()
+        g.append(timed(lambda: df.groupby(QIS, **observed).size()))
+        gc.collect()
+        m.append(timed(lambda: measure_risk(df, QIS, SENSITIVE, **CORE)))
+        gc.collect()
+        full.append(timed(lambda: measure_risk(df, QIS, SENSITIVE, sampling_fraction=0.1, bootstrap=50)))
+    return statistics.median(g), statistics.median(m), statistics.median(full)
+
+
+def memory_child(rows: int, encoding: str) -> None:
+    """Child process: print JSON with the DataFrame size and the peak RSS measure_risk adds."""
+    df = encode(synthetic(rows), encoding)
+    size = int(df.memory_usage(deep=True).sum())
+    gc.collect()
+    measure_risk(df.head(1000), QIS, SENSITIVE, **CORE)  # import and warm-up outside the peak
+
+    def status(key: str) -> int:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+        raise KeyError(key)
+
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    before = status("VmRSS")
+    measure_risk(df, QIS, SENSITIVE, **CORE)
+    peak = status("VmHWM")
+    print(json.dumps({"df_bytes": size, "peak_added_bytes": peak - before}))
+
+
+def memory(rows: int, encoding: str) -> dict | None:
+    if not Path("/proc/self/clear_refs").exists():
+        return None
+    out = subprocess.run(
+        [sys.executable, __file__, "--memory-child", encoding, "--rows", str(rows)],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def adult_dir() -> Path | None:
+    for candidate in (ROOT / "data" / "adult", ROOT.parent / "shared" / "data" / "adult"):
+        if (candidate / "adult.csv").exists():
+            return candidate
+    return None
+
+
+def adult(repeat: int) -> None:
+    folder = adult_dir()
+    if folder is None:
+        print("Adult: data not found (../shared/data/adult), skipped")
+        return
+    df = pd.read_csv(folder / "adult.csv", sep=";")
+    qis = list(df.columns)  # all nine
+    ql8 = [c for c in qis if c != "occupation"]
+    population = df  # the table is its own population: journalist = prosecutor, a valid join
+
+    def everything():
+        measure_risk(df, qis, population=population, sampling_fraction=0.1, subgroup="sex",
+                     bootstrap=50)
+        measure_risk(df, ql8, "occupation", recursive_c=3)
+
+    def classes_only():
+        df.groupby(qis).size()
+
+    times = [timed(everything) for _ in range(repeat)]
+    base = [timed(classes_only) for _ in range(repeat)]
+    everything_ms = statistics.median(times) * 1000
+    print(f"Adult {len(df):,} rows x 9 QIs: every figure (two calls: 9 QIs with population, "
+          f"uniqueness, k-map, subgroup; 8 QIs + occupation with l, recursive, t, δ, β)")
+    print(f"  median {everything_ms:7.1f} ms   (target <= 50 ms)   "
+          f"groupby(9 QIs).size() {statistics.median(base) * 1000:6.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--skip-adult", action="store_true")
+    parser.add_argument("--encodings", default="str,category,arrow-dictionary")
+    parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(args.rows, args.memory_child)
+        return
+
+    print(f"numpy {np.__version__}, pandas {pd.__version__}, pyarrow {pa.__version__}, "
+          f"{os.cpu_count()} cores; medians of {args.repeat} interleaved runs")
+    base = synthetic(args.rows)
+    print(f"synthetic: {args.rows:,} rows, 6 QIs + 1 sensitive (20 values)")
+    print(f"{'encoding':<18}{'groupby.size':>13}{'measure_risk':>14}{'ratio':>7}"
+          f"{'full':>9}{'df MB':>8}{'peak+ MB':>10}{'mem ratio':>10}")
+    for encoding in args.encodings.split(","):
+        df = encode(base, encoding)
+        g, m, full = compare(df, args.repeat)
+        mem = memory(args.rows, encoding)
+        df_mb = df.memory_usage(deep=True).sum() / 1e6
+        peak = f"{mem['peak_added_bytes'] / 1e6:10.1f}{mem['peak_added_bytes'] / mem['df_bytes']:10.2f}" if mem else " " * 20
+        print(f"{encoding:<18}{g:12.3f}s{m:13.3f}s{m / g:7.2f}{full:8.2f}s{df_mb:8.1f}{peak}")
+        del df
+    print("  ratio = measure_risk (k, uniques, prosecutor, l distinct+entropy, t TV) / groupby; "
+          "target <= 2.0")
+    print("  full = every default figure + population uniqueness at f = 0.1 (50 bootstrap) + δ, β")
+    print("  mem ratio = peak resident memory added by measure_risk / DataFrame size; target <= 3")
+    if not args.skip_adult:
+        adult(max(args.repeat, 11))
+
+
+if __name__ == "__main__":
+    main()
