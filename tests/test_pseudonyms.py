@@ -321,3 +321,12 @@ def test_token_vault_rekey_keeps_tokens(tmp_path):
     assert doc["key_version"] == 2
     again, _ = pseudonymize_values(pd.Series(["b", "a"]), ks, method="token", purpose="t")
     assert again.tolist() == tokens.tolist()[::-1]
+
+
+def test_a_colliding_token_draw_is_redrawn(tmp_path, monkeypatch):
+    ks = env_keystore(tmp_path / "state")
+    first, _ = pseudonymize_values(pd.Series(["a"]), ks, method="token", purpose="c")
+    draws = iter([first[0], first[0], "tk_" + "b" * 26])
+    monkeypatch.setattr("anon_dagster.pseudonymize.tokens.new_token", lambda: next(draws))
+    second, _ = pseudonymize_values(pd.Series(["b", "a"]), ks, method="token", purpose="c")
+    assert second.tolist() == ["tk_" + "b" * 26, first[0]]

@@ -105,9 +105,13 @@ class TokenVault:
         for value in values:
             token = forward.get(value)
             if token is None:
+                if self._reverse is None:
+                    self._reverse = {t: v for v, t in forward.items()}
                 token = new_token()
+                while token in self._reverse:  # 2^-128 per draw, but one-to-one is a promise
+                    token = new_token()
                 forward[value] = token
-                self._reverse = None
+                self._reverse[token] = value
                 self.changed = True
             out.append(token)
         return out
