@@ -355,3 +355,14 @@ def test_cli_wrong_passphrase_exits_2_with_one_line(store_path, monkeypatch, cap
 def test_cli_init_needs_a_location(capsys):
     assert main(["keys", "init"]) == 2
     assert "--path" in capsys.readouterr().err
+
+
+def test_a_stale_rotation_is_refused(store_path):
+    first = init_keystore(store_path, PASS, scrypt_n=FAST_N)
+    second = open_keystore(store_path, passphrase=PASS)
+    assert first.rotate().version == 2
+    with pytest.raises(SecretError, match="changed since it was opened"):
+        second.rotate()  # would otherwise write a different "version 2"
+    again = open_keystore(store_path, passphrase=PASS)
+    assert again.derive_key("x", 2) == first.derive_key("x", 2)
+    assert not [p for p in store_path.parent.iterdir() if p.name.endswith(".new")]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fcntl
 import hmac
 import json
 import logging
@@ -361,7 +362,14 @@ class FileKeyBackend(_MemoryKeys):
         backend._add_version()
         # the folder holds the key store, token vaults and the audit log: owner only
         file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        backend._save()
+        staged = file.with_name(f".{file.name}.{secrets.token_hex(6)}.new")
+        backend._save(staged)
+        try:
+            os.link(staged, file)  # unlike a rename, a link never replaces a store created meanwhile
+        except FileExistsError:
+            raise SecretError(f"{file}: a key store already exists here; it is never overwritten (use 'keys rotate')") from None
+        finally:
+            staged.unlink(missing_ok=True)
         return backend
 
     @classmethod
@@ -424,22 +432,38 @@ class FileKeyBackend(_MemoryKeys):
         return KeyInfo(version, created, self.kind)
 
     def rotate(self) -> KeyInfo:
-        """Add master key version N+1 (older versions stay, for data made with them)."""
-        before = (dict(self._keys), dict(self._created), self._meta)
-        info = self._add_version()
-        try:
-            self._save()
-        except BaseException:
-            self._keys, self._created, self._meta = before
-            raise
-        return info
+        """Add master key version N+1 (older versions stay, for data made with them).
 
-    def _save(self) -> None:
+        Under an exclusive lock, and only if the file still lists the versions this object
+        unsealed: two concurrent rotations must not both write "version N+1" with different
+        keys (the loser's pseudonyms would point to a key that no longer exists).
+        """
+        lock_fd = os.open(self.file.with_name(self.file.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            try:
+                on_disk = json.loads(self.file.read_text(encoding="utf-8")).get("keys")
+            except (OSError, ValueError, AttributeError):
+                on_disk = None
+            if on_disk != self._meta["keys"]:
+                raise SecretError(f"{self.file}: the key store changed since it was opened (another rotation?); open it again")
+            before = (dict(self._keys), dict(self._created), self._meta)
+            info = self._add_version()
+            try:
+                self._save()
+            except BaseException:
+                self._keys, self._created, self._meta = before
+                raise
+            return info
+        finally:
+            os.close(lock_fd)  # closing releases the lock
+
+    def _save(self, target: Path | None = None) -> None:
         plain = json.dumps({"keys": {str(v): _b64(k) for v, k in self._keys.items()}}).encode("utf-8")
         nonce = secrets.token_bytes(12)
         ciphertext = AESGCM(self._kek).encrypt(nonce, plain, _associated_data(self._meta))
         doc = {**self._meta, "sealed": {"alg": "AES-256-GCM", "nonce": _b64(nonce), "ciphertext": _b64(ciphertext)}}
-        write_bytes_atomic(json.dumps(doc, indent=1).encode("utf-8") + b"\n", self.file, mode=0o600)
+        write_bytes_atomic(json.dumps(doc, indent=1).encode("utf-8") + b"\n", target or self.file, mode=0o600)
 
 
 # ----- the key store --------------------------------------------------------------------------
