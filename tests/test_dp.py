@@ -193,3 +193,31 @@ def test_a_dp_release_series_stops_at_the_budget(tmp_path):
             break
     n_basic = int(round(1.0 / 0.01))
     assert n_adv > n_basic
+
+
+def test_dp_release_end_to_end_report_and_refusal(tmp_path):
+    from anon_dagster.release.publish import dp_release, record_evaluation
+    from anon_dagster.release.report import render_markdown, report_inputs
+
+    spec = _spec(group_by=["province"], domain={"province": ["A", "B"]})
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"patient_id": [f"p{i}" for i in range(300)], "province": rng.choice(["A", "B"], 300),
+                       "sex": "F", "length_of_stay": rng.integers(0, 9, 300)})
+    ledger = Ledger(tmp_path / "l.sqlite")
+    verdicts = []
+    for year in ("2021", "2022", "2023", "2024"):
+        try:
+            result, dp_info = dp_release(spec, df, ledger, rng=random.Random(int(year)))
+        except BudgetExceeded:
+            verdicts.append("refused")
+            continue
+        inputs = report_inputs(spec, partition=year, data_hash=f"h{year}", dp=dp_info,
+                               evaluated_at=f"{year}-06-01T00:00:00Z")
+        outcome, report = record_evaluation(ledger, spec, inputs, epsilon_spend=epsilon_spend(spec))
+        assert report["verdict"]["publishable"] and outcome.action == "inserted"
+        assert "epsilon_budget" in [c["name"] for c in report["verdict"]["checks"]]
+        assert report["measures"]["dp"]["measures"]["count"]["sensitivity"] == 1.0
+        assert "95% half-width" in render_markdown(report)
+        verdicts.append("published")
+    assert verdicts == ["published", "published", "published", "refused"]
+    assert ledger.counts()["epsilon_spend"] == 3

@@ -25,12 +25,20 @@ from .ledger import (
     default_ledger_path,
     linkage_pseudonyms,
 )
-from .publish import compose, find_entry, rebuild_report, record_evaluation, spec_assignment
+from .publish import (
+    compose,
+    dp_release,
+    find_entry,
+    rebuild_report,
+    record_evaluation,
+    spec_assignment,
+)
 from .report import build_report, render, render_html, render_json, render_markdown, report_inputs
 
 __all__ = [
     "build_report",
     "compose",
+    "dp_release",
     "find_entry",
     "rebuild_report",
     "record_evaluation",

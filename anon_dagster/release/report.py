@@ -231,6 +231,14 @@ def report_inputs(
                 "summary": f"effective k after composition = {comp.get('effective_k')} "
                            f"(min_k {comp.get('min_k')}), {comp.get('exposed_persons')} persons exposed",
             }]
+    budget = canonical(dp).get("budget") if isinstance(canonical(dp), dict) else None
+    if budget and not any(_check_dict(c)["name"] == "epsilon_budget" for c in checks):
+        checks = [*checks, {
+            "name": "epsilon_budget", "passed": bool(budget.get("allowed")), "severity": "error",
+            "value": budget.get("epsilon_after"), "threshold": budget.get("total_epsilon"), "comparison": "<=",
+            "summary": f"epsilon after this release {budget.get('epsilon_after')} of "
+                       f"{budget.get('total_epsilon')} ({budget.get('composition')} composition)",
+        }]
     inputs = {
         "report_format": REPORT_FORMAT,
         "release": spec.release,
