@@ -330,3 +330,10 @@ def test_a_colliding_token_draw_is_redrawn(tmp_path, monkeypatch):
     monkeypatch.setattr("anon_dagster.pseudonymize.tokens.new_token", lambda: next(draws))
     second, _ = pseudonymize_values(pd.Series(["b", "a"]), ks, method="token", purpose="c")
     assert second.tolist() == ["tk_" + "b" * 26, first[0]]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.binary(min_size=0, max_size=200), st.lists(st.binary(max_size=100), max_size=20))
+def test_hmac_kernel_equals_the_standard_library(key, values):
+    from anon_dagster.pseudonymize.methods import hmac_digests
+    assert hmac_digests(key, values) == [hmac.new(key, v, "sha256").digest() for v in values]

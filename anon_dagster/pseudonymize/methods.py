@@ -27,8 +27,9 @@ Tokens carry no version: they are random, not derived from a key.
 
 from __future__ import annotations
 
-import _hashlib
 import binascii
+import hashlib
+import importlib
 import re
 from collections.abc import Sequence
 
@@ -128,19 +129,42 @@ def normalize_identifiers(
 # ----- keyed kernels over distinct values -----------------------------------------------------
 
 
-def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
-    """Full 32-byte HMAC-SHA256 of each value; the key schedule is computed once.
+def _plain_sha256():
+    """The interpreter's own SHA-256 (no OpenSSL EVP dispatch per call), else hashlib's."""
+    for name in ("_sha2", "_sha256"):  # CPython >= 3.12 / 3.11
+        try:
+            return importlib.import_module(name).sha256
+        except (ImportError, AttributeError):
+            continue
+    return hashlib.sha256
 
-    ``hmac.new`` per value repeats the key padding and two hash initializations every time; a
-    keyed OpenSSL HMAC context copied per value skips that work (about 3x faster).
+
+_SHA256 = _plain_sha256()
+
+
+def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
+    """Full 32-byte HMAC-SHA256 (RFC 2104) of each value; the key schedule is computed once.
+
+    HMAC(K, m) = SHA256((K ^ opad) || SHA256((K ^ ipad) || m)). The two keyed hash states are
+    computed once and copied per value: ``hmac.new`` per value redoes the key padding and both
+    initializations every time. The interpreter's built-in SHA-256 is used because copying its
+    state is a plain memory copy, where an OpenSSL context copy costs more than the hashing of a
+    short identifier (about 1.4x faster than a copied OpenSSL HMAC context, 3x ``hmac.new``).
     """
-    base = _hashlib.hmac_new(key, digestmod="sha256")
-    copy = base.copy
+    block = 64
+    if len(key) > block:
+        key = hashlib.sha256(key).digest()
+    key = key.ljust(block, b"\0")
+    inner = _SHA256(bytes(b ^ 0x36 for b in key))
+    outer = _SHA256(bytes(b ^ 0x5C for b in key))
+    inner_copy, outer_copy = inner.copy, outer.copy
 
     def one(value: bytes) -> bytes:
-        h = copy()
-        h.update(value)
-        return h.digest()
+        i = inner_copy()
+        i.update(value)
+        o = outer_copy()
+        o.update(i.digest())
+        return o.digest()
 
     return list(map(one, values))
 
