@@ -598,9 +598,8 @@ def open_keystore(path: str | Path | None = None, *, passphrase: str | None = No
             )
         folder = dev_keystore_path()
         passphrase = passphrase or DEV_PASSPHRASE
-        message = DEV_WARNING.format(path=folder)
-        warnings.warn(message, stacklevel=2)
-        log.warning(message)
+        # logged, not warnings.warn: the CLI and Dagster runs show it as one plain line
+        log.warning(DEV_WARNING.format(path=folder))
         file = folder / KEYSTORE_FILENAME
         if not file.exists() and create_dev:
             backend = FileKeyBackend.create(file, passphrase, dev=True)
