@@ -48,6 +48,7 @@ from dagster import (
     multi_asset_check,
 )
 
+from ..errors import SpecError, UserError
 from ..io import read_table, write_bytes_atomic, write_table_atomic
 from ..spec import ReleaseSpec, check_data
 from . import core, policy
@@ -251,20 +252,24 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
            description="Generalized and suppressed per the spec; its risk checks gate the publication.")
     def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame) -> pd.DataFrame:
         partition = partition_of(context)
-        result = core.anonymize(pseudonymized, spec)
+        result, unreachable = anonymize_or_relax(pseudonymized, spec)
         data = result.data
         population = policy.load_population(spec)
         outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, population)
         folder = reports_folder(spec, reports_dir, partition)
         record_path = folder / "transformations.json"
         report_md = policy.summary_markdown(f"Risk of {spec.release} {partition or ''}".strip(), outcomes, measures)
-        write_bytes_atomic(json.dumps(_jsonable(result.record), indent=2, sort_keys=True).encode(), record_path)
+        record = {**result.record, **({"policy_unreachable": unreachable} if unreachable else {})}
+        write_bytes_atomic(json.dumps(_jsonable(record), indent=2, sort_keys=True).encode(), record_path)
         write_bytes_atomic(report_md.encode(), folder / "risk_report.md")
         write_bytes_atomic(json.dumps(_jsonable({"measures": measures, "checks": [
             {"name": o.name, "passed": o.passed, "severity": o.severity, "value": o.value,
              "threshold": o.threshold, "summary": o.summary} for o in outcomes]}),
             indent=2, sort_keys=True).encode(), folder / "risk_report.json")
+        if unreachable:
+            context.log.warning(f"{spec.release} {partition or ''}: {unreachable}")
         context.add_output_metadata({
+            **({"policy_unreachable": MetadataValue.md(unreachable)} if unreachable else {}),
             "rows": len(data), "suppressed": int(result.suppressed),
             "k": measures.get("k"), "risk_report": MetadataValue.md(report_md),
             "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(result.record), indent=2) + "\n```"),
@@ -353,6 +358,47 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     schedule = (build_schedule_from_partitioned_job(job, name=t.schedule_name)
                 if pdef is not None else None)
     return ReleaseDefinitions(spec, t, assets_defs, [release_checks], job, schedule, pdef)
+
+
+@dataclass
+class _EmptyResult:
+    data: pd.DataFrame
+    record: dict[str, Any]
+    suppressed: int
+
+
+def anonymize_or_relax(df: pd.DataFrame, spec: ReleaseSpec) -> tuple[Any, str | None]:
+    """The spec's anonymization; when its policy is unreachable, the closest evidence instead.
+
+    The anonymizer refuses a policy no transformation reaches (``NoSolution``). A refusal
+    inside the asset would leave the partition without check results, so the reviewer would
+    see a crashed step instead of the criterion that cannot be met. Instead the anonymization
+    is run again at the spec's own ``k`` with the attribute-disclosure and average-risk
+    thresholds left out of the search, and the checks measure that table against the full
+    policy: they fail on exactly the criteria that cannot be met, and the publication is
+    refused. If even that is impossible (k larger than the partition), the table is empty and
+    every check fails. The second value says what happened (None when the policy was met).
+    """
+    try:
+        return core.anonymize(df, spec), None
+    except SpecError:
+        raise
+    except UserError as exc:
+        reason = f"the declared policy is unreachable: {exc}"
+    thresholds = spec.policy.thresholds.model_copy(update={
+        "l_distinct": None, "l_entropy": None, "recursive_cl": None, "t_closeness": None,
+        "prosecutor_avg": None})
+    relaxed = spec.model_copy(update={"policy": spec.policy.model_copy(update={"thresholds": thresholds})})
+    try:
+        result = core.anonymize(df, relaxed)
+        return result, (reason + f". Shown instead: the anonymization at k={spec.anonymization.k} "
+                        "without the attribute-disclosure and average-risk criteria, measured against "
+                        "the full policy by the checks; it cannot be published.")
+    except UserError as exc2:
+        empty = df.iloc[0:0]
+        return _EmptyResult(empty, {"method": spec.anonymization.method, "rows_in": len(df)}, len(df)), (
+            reason + f". No relaxed anonymization exists either ({exc2}): the table is empty and "
+            "every check fails.")
 
 
 def _gate_refusals(context: AssetExecutionContext, spec: ReleaseSpec, t: ReleaseTranslator,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..io import read_table
@@ -208,6 +209,32 @@ def raw_identifier_values(spec: ReleaseSpec, raw: pd.DataFrame) -> dict[str, set
     return out
 
 
+def raw_value_hits(spec: ReleaseSpec, published: pd.DataFrame,
+                   raw_values: Mapping[str, set[str]] | None, min_length: int = 5) -> dict[tuple[str, str], Any]:
+    """Per (published column, identifier): a boolean array, True where the cell equals a raw
+    value of that identifier.
+
+    An identifier's own column is searched for all its raw values; other text columns only for
+    values of at least ``min_length`` characters (short ones collide with ordinary codes such
+    as ages). Values are compared as text.
+    """
+    out = {}
+    as_text: dict[str, list[str]] = {}  # each column converted once, looked up in Python sets
+    for ident, values in (raw_values or {}).items():
+        long_values = {v for v in values if len(v) >= min_length}
+        for col in published.columns:
+            text = pd.api.types.is_string_dtype(published[col]) or published[col].dtype == object
+            if col != ident and not text:
+                continue
+            candidates = values if col == ident else long_values
+            if candidates:
+                if col not in as_text:
+                    as_text[col] = published[col].astype(str).tolist()
+                cells = as_text[col]
+                out[(col, ident)] = np.fromiter((c in candidates for c in cells), dtype=bool, count=len(cells))
+    return out
+
+
 def contract_problems(spec: ReleaseSpec, published: pd.DataFrame,
                       raw_values: Mapping[str, set[str]] | None = None,
                       min_length: int = 5) -> list[str]:
@@ -240,16 +267,9 @@ def contract_problems(spec: ReleaseSpec, published: pd.DataFrame,
     for name in spec.partition_keys:
         if name in published.columns and published[name].isna().any():
             problems.append(f"partition key {name!r} has {int(published[name].isna().sum())} null values")
-    for name, values in (raw_values or {}).items():
-        for col in published.columns:
-            if col != name and not (pd.api.types.is_string_dtype(published[col]) or published[col].dtype == object):
-                continue
-            candidates = values if col == name else {v for v in values if len(v) >= min_length}
-            if not candidates:
-                continue
-            hits = int(published[col].astype(str).isin(candidates).sum())
-            if hits:
-                problems.append(f"column {col!r}: {hits} values equal a raw value of identifier {name!r}")
+    for (col, ident), hits in raw_value_hits(spec, published, raw_values, min_length).items():
+        if hits.any():
+            problems.append(f"column {col!r}: {int(hits.sum())} values equal a raw value of identifier {ident!r}")
     return problems
 
 
