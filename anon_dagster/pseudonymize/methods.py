@@ -31,6 +31,7 @@ import binascii
 import hashlib
 import importlib
 import re
+from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
@@ -142,37 +143,46 @@ def _plain_sha256():
 _SHA256 = _plain_sha256()
 
 
-def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
-    """Full 32-byte HMAC-SHA256 (RFC 2104) of each value; the key schedule is computed once.
+def hmac_concat(key: bytes, values: list[bytes]) -> bytes:
+    """The 32-byte HMAC-SHA256 (RFC 2104) of each value, concatenated; the key schedule once.
 
     HMAC(K, m) = SHA256((K ^ opad) || SHA256((K ^ ipad) || m)). The two keyed hash states are
     computed once and copied per value: ``hmac.new`` per value redoes the key padding and both
     initializations every time. The interpreter's built-in SHA-256 is used because copying its
     state is a plain memory copy, where an OpenSSL context copy costs more than the hashing of a
-    short identifier (about 1.4x faster than a copied OpenSSL HMAC context, 3x ``hmac.new``).
+    short identifier (about 1.4x faster than a copied OpenSSL HMAC context, 2x ``hmac.new``).
+    Digests go straight into one buffer: no per-value list entry to join afterwards.
     """
     block = 64
     if len(key) > block:
         key = hashlib.sha256(key).digest()
     key = key.ljust(block, b"\0")
-    inner = _SHA256(bytes(b ^ 0x36 for b in key))
-    outer = _SHA256(bytes(b ^ 0x5C for b in key))
-    inner_copy, outer_copy = inner.copy, outer.copy
+    inner_copy = _SHA256(bytes(b ^ 0x36 for b in key)).copy
+    outer_copy = _SHA256(bytes(b ^ 0x5C for b in key)).copy
+    out = bytearray()
+    extend = out.extend
 
-    def one(value: bytes) -> bytes:
+    def one(value: bytes) -> None:
         i = inner_copy()
         i.update(value)
         o = outer_copy()
         o.update(i.digest())
-        return o.digest()
+        extend(o.digest())
 
-    return list(map(one, values))
+    deque(map(one, values), maxlen=0)
+    return bytes(out)
 
 
-def _hex_rows(digests: list[bytes], prefix: str) -> np.ndarray:
-    """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of each digest's first 16 bytes."""
-    n = len(digests)
-    raw = np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(n, 32)[:, :HMAC_BYTES]
+def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
+    """The 32-byte HMAC-SHA256 of each value (see :func:`hmac_concat`)."""
+    raw = hmac_concat(key, values)
+    return [raw[i:i + 32] for i in range(0, len(raw), 32)]
+
+
+def _hex_rows(digests: bytes, prefix: str) -> np.ndarray:
+    """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of each 32-byte digest's first 16 bytes."""
+    n = len(digests) // 32
+    raw = np.frombuffer(digests, dtype=np.uint8).reshape(n, 32)[:, :HMAC_BYTES]
     hexed = np.frombuffer(raw.tobytes().hex().encode("ascii"), dtype=np.uint8).reshape(n, 2 * HMAC_BYTES)
     p = len(prefix.encode("ascii"))
     rows = np.empty((n, p + 2 * HMAC_BYTES), dtype=np.uint8)
@@ -197,7 +207,7 @@ def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Arr
     n = len(values)
     if n == 0:
         return pa.array([], type=pa.large_string())
-    rows = _hex_rows(hmac_digests(key, values), prefix)
+    rows = _hex_rows(hmac_concat(key, values), prefix)
     return _rows_to_strings(rows, np.arange(n), np.ones(n, dtype=bool))
 
 
@@ -210,7 +220,7 @@ def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "") -> tuple[pa.
     distinct = encoded.dictionary.cast(pa.large_binary()).to_pylist()
     if not distinct:
         return pa.nulls(len(normalized), type=pa.large_string()), 0
-    rows = _hex_rows(hmac_digests(key, distinct), prefix)
+    rows = _hex_rows(hmac_concat(key, distinct), prefix)
     indices = encoded.indices
     valid = indices.is_valid().to_numpy(zero_copy_only=False)
     codes = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
