@@ -63,16 +63,16 @@ def worker(spec_path: str) -> None:
         df = pd.read_csv(job["csv"], sep=";")
         qi, sa = job["qi"], [job["sensitive"]]
         res: dict = {}
-        for metric, fn in (("k", lambda: anonymity.k_anonymity(df, qi)),
-                           ("l_distinct", lambda: anonymity.l_diversity(df, qi, sa)),
-                           ("l_entropy", lambda: anonymity.entropy_l_diversity(df, qi, sa)),
-                           ("t_closeness", lambda: anonymity.t_closeness(df, qi, sa))):
+        for metric, fn, fargs in (("k", anonymity.k_anonymity, (df, qi)),
+                                  ("l_distinct", anonymity.l_diversity, (df, qi, sa)),
+                                  ("l_entropy", anonymity.entropy_l_diversity, (df, qi, sa)),
+                                  ("t_closeness", anonymity.t_closeness, (df, qi, sa))):
             if metric not in job["metrics"]:
                 continue
             times = []
             for _ in range(job["repeat"] if metric == "k" else 1):
                 start = time.perf_counter()
-                value = fn()
+                value = fn(*fargs)
                 times.append(time.perf_counter() - start)
             res[metric] = {"value": float(value), "seconds": statistics.median(times)}
         if job.get("bugs"):

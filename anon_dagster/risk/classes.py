@@ -19,7 +19,7 @@ index labels, so any index (shuffled, duplicated, non-integer) gives the same cl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -104,23 +104,41 @@ def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     return row_class, np.bincount(row_class).astype(np.int64)
 
 
-def combine_codes(codes: Sequence[np.ndarray], cardinalities: Sequence[int], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row class ids and class sizes from per-column codes (mixed-radix key, then bincount)."""
-    if not codes:
-        return np.zeros(n_rows, dtype=np.int64), np.array([n_rows] if n_rows else [], dtype=np.int64)
-    key = np.asarray(codes[0]).astype(np.int64, copy=True)
-    space = int(max(cardinalities[0], 1))
-    for col, card in zip(codes[1:], cardinalities[1:], strict=True):
+def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row class ids and class sizes from ``(codes, cardinality)`` per column.
+
+    The codes are folded into one int64 key (``key = key * cardinality + code``), re-factorized
+    to dense codes before the product of cardinalities would overflow, and counted at the end.
+    ``columns`` may be a generator: each column is folded in and released before the next one
+    is coded, so at most one column's codes are alive besides the key.
+    """
+    key: np.ndarray | None = None
+    space = 1
+    for col, card in columns:
         card = int(max(card, 1))
+        if key is None:
+            key = np.asarray(col).astype(np.int64, copy=True)
+            space = card
+            del col  # release this column's codes before the next one is coded
+            continue
         if space > _INT64_MAX // card:
-            # The next product would overflow int64: relabel the key to dense codes first.
             key, sizes = _dense(key, space)
             space = len(sizes)
         if card > 1:
             key *= card
             key += col
         space *= card
+        del col
+    if key is None:
+        return np.zeros(n_rows, dtype=np.int64), np.array([n_rows] if n_rows else [], dtype=np.int64)
     return _dense(key, space)
+
+
+def combine_codes(codes: Sequence[np.ndarray], cardinalities: Sequence[int], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row class ids and class sizes from per-column codes (see :func:`combine_columns`)."""
+    if len(codes) != len(cardinalities):
+        raise ValueError("codes and cardinalities must have the same length")
+    return combine_columns(zip(codes, cardinalities, strict=True), n_rows)
 
 
 class EquivalenceClasses:
@@ -165,10 +183,8 @@ class EquivalenceClasses:
         if len(set(qis)) != len(qis):
             dup = next(q for q in qis if qis.count(q) > 1)
             raise DataError(f"quasi-identifier {dup!r} is listed twice")
-        factorized = [factorize_column(df[q]) for q in qis]
-        codes = [c for c, _ in factorized]
-        cards = [k for _, k in factorized]
-        row_class, sizes = combine_codes(codes, cards, len(df))
+        # a generator: one column's codes alive at a time (see combine_columns)
+        row_class, sizes = combine_columns((factorize_column(df[q]) for q in qis), len(df))
         return cls(qis, row_class, sizes, frame=df[qis] if qis else None)
 
     @classmethod

@@ -26,6 +26,7 @@ from .classes import EquivalenceClasses
 from .reidentification import journalist_figures, population_class_sizes, prosecutor_figures
 from .sensitive import (
     CodedSensitive,
+    class_value_cells,
     code_sensitive,
     diversity,
     recursive_l,
@@ -446,19 +447,21 @@ def measure_risk(
 
 def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float | None,
                attribute_disclosure: bool) -> SensitiveResult:
-    cells = ec.pair_counts(coded.codes, coded.n_values)
-    cls, val, cnt = cells
-    div = diversity(ec, cls, cnt)
+    cells = class_value_cells(ec, coded.codes, coded.n_values)
+    div = diversity(ec, cells)
     t, distance = t_closeness(ec, coded, cells)
-    tv = t if distance == "total_variation" else total_variation(ec, cls, val, cnt, coded.n_values)
-    rec = recursive_l(ec, cls, cnt, recursive_c) if recursive_c is not None else None
+    tv = t if distance == "total_variation" else total_variation(ec, cells)
+    rec = recursive_l(ec, cells, recursive_c) if recursive_c is not None else None
     disclosure: dict[str, Any] = {}
     if attribute_disclosure:
         from scipy.sparse import csr_matrix
 
         from .attribute import beta_likeness, delta_disclosure
 
-        matrix = csr_matrix((cnt, (cls, val)), shape=(ec.n_classes, coded.n_values))
+        rows = np.concatenate([cells.cls, cells.alone_cls])
+        cols = np.concatenate([cells.val, cells.alone_val])
+        data = np.concatenate([cells.cnt, np.ones(len(cells.alone_cls), dtype=np.int64)])
+        matrix = csr_matrix((data, (rows, cols)), shape=(ec.n_classes, coded.n_values))
         d = delta_disclosure(matrix)
         b = beta_likeness(matrix)
         disclosure = {

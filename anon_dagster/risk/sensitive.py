@@ -1,8 +1,8 @@
 """Attribute disclosure inside equivalence classes: l-diversity and t-closeness.
 
 Everything here works on the non-zero cells of the class × sensitive-value count matrix
-(``EquivalenceClasses.pair_counts``), so memory is proportional to the table however many classes
-and values there are. Notation: class ``c`` has ``n_c`` rows, ``n_cv`` of which hold value ``v``;
+(:class:`Cells`, singleton classes apart), so memory is proportional to the table however many
+classes and values there are. Notation: class ``c`` has ``n_c`` rows, ``n_cv`` of which hold value ``v``;
 ``q_cv = n_cv / n_c`` is the class's distribution and ``p_v`` the whole table's.
 
 Definitions:
@@ -119,6 +119,61 @@ def _ranks(values: np.ndarray, name: str, kind: str, order: Sequence[object] | N
 
 
 @dataclass
+class Cells:
+    """The class × value count matrix, sparse, with singleton classes kept apart.
+
+    ``cls, val, cnt``: the non-zero cells of the classes of two rows or more (any order).
+    ``alone_cls, alone_val``: the class and value of each row that is alone in its class (its
+    cell has count 1). Singletons are most rows of a raw table; their figures follow from a
+    formula (one value, entropy 0, total variation ``1 - p_v``), so they are never counted.
+    ``p``: the table's distribution over the ``n_values`` values.
+    """
+
+    cls: np.ndarray
+    val: np.ndarray
+    cnt: np.ndarray
+    alone_cls: np.ndarray
+    alone_val: np.ndarray
+    n_values: int
+    p: np.ndarray
+
+    def coarsen(self, mapping: np.ndarray, m: int) -> Cells:
+        """The cells with values mapped through ``mapping`` onto ``0..m-1`` (merged cells summed)."""
+        key = self.cls * m + mapping[self.val]
+        uniq, inverse = np.unique(key, return_inverse=True)
+        cnt = np.bincount(inverse.ravel(), weights=self.cnt).astype(np.int64)
+        p = np.bincount(mapping, weights=self.p, minlength=m)
+        return Cells(uniq // m, uniq % m, cnt, self.alone_cls, mapping[self.alone_val], m, p)
+
+
+def class_value_cells(classes: EquivalenceClasses, codes: np.ndarray, n_values: int) -> Cells:
+    """Cells of a coded column (one code in [0, n_values) per row, by position)."""
+    codes = np.asarray(codes)
+    alone = classes.sizes[classes.row_class] == 1
+    p = np.bincount(codes, minlength=n_values) / max(classes.n_rows, 1)
+    alone_cls = classes.row_class[alone]
+    alone_val = codes[alone].astype(np.int64, copy=False)
+    rest = ~alone
+    rc, vc = classes.row_class[rest], codes[rest].astype(np.int64, copy=False)
+    del alone, rest
+    if len(rc):
+        key = rc * n_values + vc
+        del rc, vc
+        space = classes.n_classes * n_values
+        if space <= max(2 * len(key), 1 << 16):
+            flat = np.bincount(key, minlength=space)
+            cells = np.flatnonzero(flat)
+            cnt = flat[cells]
+        else:
+            ids, cells = pd.factorize(key, sort=False)
+            cnt = np.bincount(ids)
+        cls, val = cells // n_values, cells % n_values
+    else:
+        cls = val = cnt = np.zeros(0, dtype=np.int64)
+    return Cells(cls, val, cnt.astype(np.int64, copy=False), alone_cls, alone_val, n_values, p)
+
+
+@dataclass
 class Diversity:
     """Per-class l-diversity figures (one entry per class)."""
 
@@ -126,89 +181,112 @@ class Diversity:
     entropy: np.ndarray  # float, natural log
 
 
-def diversity(classes: EquivalenceClasses, cls: np.ndarray, cnt: np.ndarray) -> Diversity:
-    """Distinct values and Shannon entropy (nats) of each class, from the non-zero cells."""
+def diversity(classes: EquivalenceClasses, cells: Cells) -> Diversity:
+    """Distinct values and Shannon entropy (nats) of each class.
+
+    ``H_c = ln n_c - (1/n_c) sum_v n_cv ln n_cv``; a singleton class has one value and H = 0.
+    """
     n_c = classes.sizes.astype(float)
-    distinct = np.bincount(cls, minlength=classes.n_classes).astype(np.int64)
-    c = cnt.astype(float)
-    # H_c = ln n_c - (1/n_c) sum_v n_cv ln n_cv; rounding can leave -1e-16 for a single value
-    s = np.bincount(cls, weights=c * np.log(c), minlength=classes.n_classes)
-    entropy = np.maximum(np.log(n_c) - s / n_c, 0.0)
+    distinct = np.bincount(cells.cls, minlength=classes.n_classes).astype(np.int64)
+    distinct[cells.alone_cls] = 1
+    c = cells.cnt.astype(float)
+    logc = np.log(c)
+    logc *= c
+    # (an empty bincount is int64: cast so the in-place float arithmetic below works)
+    s = np.bincount(cells.cls, weights=logc, minlength=classes.n_classes).astype(float, copy=False)
+    del c, logc
+    entropy = np.log(n_c)
+    s /= n_c
+    entropy -= s
+    # rounding can leave -1e-16 for a class of a single value
+    np.maximum(entropy, 0.0, out=entropy)
     return Diversity(distinct, entropy)
 
 
-def recursive_l(classes: EquivalenceClasses, cls: np.ndarray, cnt: np.ndarray, c: float) -> np.ndarray:
+def recursive_l(classes: EquivalenceClasses, cells: Cells, c: float) -> np.ndarray:
     """For each class, the largest l with ``r_1 < c * (r_l + ... + r_m)`` (0 if none).
 
     The tail sum shrinks as l grows, so the condition holds for l = 1..l* and fails after:
-    l* is the number of ranks at which it holds.
+    l* is the number of ranks at which it holds. A singleton class has l* = 1 when c > 1.
     """
-    order = np.lexsort((-cnt, cls))
-    cls_s, cnt_s = cls[order], cnt[order]
-    starts = np.flatnonzero(np.r_[True, cls_s[1:] != cls_s[:-1]])
-    run = np.diff(np.r_[starts, len(cls_s)])
-    first = np.repeat(starts, run)
-    prefix = np.cumsum(cnt_s) - cnt_s  # sum of counts before this position (all classes)
-    before = prefix - prefix[first]  # counts ranked above this one, within its class
-    tail = classes.sizes[cls_s] - before  # r_rank + ... + r_m
-    r1 = cnt_s[first]
-    holds = r1 < c * tail
-    return np.bincount(cls_s, weights=holds, minlength=classes.n_classes).astype(np.int64)
+    cls, cnt = cells.cls, cells.cnt
+    out = np.zeros(classes.n_classes, dtype=np.int64)
+    if len(cls):
+        order = np.lexsort((-cnt, cls))
+        cls_s, cnt_s = cls[order], cnt[order]
+        starts = np.flatnonzero(np.r_[True, cls_s[1:] != cls_s[:-1]])
+        run = np.diff(np.r_[starts, len(cls_s)])
+        first = np.repeat(starts, run)
+        prefix = np.cumsum(cnt_s) - cnt_s  # sum of counts before this position (all classes)
+        before = prefix - prefix[first]  # counts ranked above this one, within its class
+        tail = classes.sizes[cls_s] - before  # r_rank + ... + r_m
+        holds = cnt_s[first] < c * tail
+        out += np.bincount(cls_s, weights=holds, minlength=classes.n_classes).astype(np.int64)
+    out[cells.alone_cls] = 1 if c > 1 else 0
+    return out
 
 
-def total_variation(classes: EquivalenceClasses, cls: np.ndarray, val: np.ndarray,
-                    cnt: np.ndarray, n_values: int) -> np.ndarray:
-    """Total variation ``0.5 * sum_v |q_cv - p_v|`` of each class, from the non-zero cells.
+def total_variation(classes: EquivalenceClasses, cells: Cells) -> np.ndarray:
+    """Total variation ``0.5 * sum_v |q_cv - p_v|`` of each class.
 
     Values absent from a class contribute ``p_v`` each, so
-    ``TV_c = 0.5 * (1 + sum_{v in c} (|q_cv - p_v| - p_v))``.
+    ``TV_c = 0.5 * (1 + sum_{v in c} (|q_cv - p_v| - p_v))``; a singleton class holding ``v``
+    has ``TV = 1 - p_v``.
     """
-    p = np.bincount(val, weights=cnt, minlength=n_values) / classes.n_rows
-    q = cnt / classes.sizes[cls]
-    pv = p[val]
-    tv = 0.5 * (1.0 + np.bincount(cls, weights=np.abs(q - pv) - pv, minlength=classes.n_classes))
-    return np.clip(tv, 0.0, 1.0)
+    q = cells.cnt / classes.sizes[cells.cls]
+    pv = cells.p[cells.val]
+    q -= pv
+    np.abs(q, out=q)
+    q -= pv
+    del pv
+    tv = np.bincount(cells.cls, weights=q, minlength=classes.n_classes).astype(float, copy=False)
+    del q
+    tv += 1.0
+    tv *= 0.5
+    tv[cells.alone_cls] = 1.0 - cells.p[cells.alone_val]
+    return np.clip(tv, 0.0, 1.0, out=tv)
 
 
-def ordered_emd(classes: EquivalenceClasses, cls: np.ndarray, rank: np.ndarray,
-                cnt: np.ndarray, m: int) -> np.ndarray:
+def ordered_emd(classes: EquivalenceClasses, cells: Cells, ranks: np.ndarray) -> np.ndarray:
     """Ordered-distance EMD of each class: ``sum_{i<m-1} |Q_c(i) - P(i)| / (m - 1)``.
 
-    ``rank`` is each cell's position 0..m-1 in the value order. A class's cumulative
-    distribution ``Q_c`` is constant between its non-zero ranks, so the sum is taken segment by
-    segment with prefix sums of ``P`` and a binary search for where ``P`` crosses ``Q_c``:
-    cost proportional to the non-zero cells, not to classes × values.
+    ``ranks`` gives each value code's position 0..m-1 in the value order (equal values share
+    one). A class's cumulative distribution ``Q_c`` is constant between its non-zero ranks, so
+    the sum is taken segment by segment with prefix sums of ``P`` and a binary search for where
+    ``P`` crosses ``Q_c``: cost proportional to the non-zero cells, not to classes × values. A
+    singleton at rank r has ``Q = 0`` below r and 1 from r on.
     """
+    m = int(ranks.max()) + 1 if len(ranks) else 1
     if m <= 1:
         return np.zeros(classes.n_classes)
-    # merge cells that share a rank (equal numeric values coded apart) and sort by class, rank
-    key = cls * m + rank
-    uniq, inverse = np.unique(key, return_inverse=True)
-    cnt = np.bincount(inverse, weights=cnt)
-    cls, rank = uniq // m, uniq % m
-    P = np.cumsum(np.bincount(rank, weights=cnt, minlength=m)) / classes.n_rows
+    ranked = cells.coarsen(ranks, m)  # cells sorted by class, then rank
+    P = np.cumsum(ranked.p)
     S = np.concatenate([[0.0], np.cumsum(P)])  # S[i] = P(0) + ... + P(i-1)
+    total = np.zeros(classes.n_classes)
 
-    q = cnt / classes.sizes[cls]
-    csum = np.cumsum(q)
-    starts = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]])
-    run = np.diff(np.r_[starts, len(cls)])
-    first = np.repeat(starts, run)
-    Q = csum - (csum[first] - q[first])  # cumulative within the class, up to this rank
-    last = np.r_[cls[1:] != cls[:-1], True]
-    next_rank = np.where(last, m - 1, np.r_[rank[1:], 0])
-    a, b = rank, next_rank - 1  # segment [a, b] where Q_c(i) = Q; may be empty (b = a - 1)
-
-    s = np.clip(np.searchsorted(P, Q, side="right"), a, b + 1)
-    seg = (s - a) * Q - (S[s] - S[a]) + (S[b + 1] - S[s]) - (b + 1 - s) * Q
-    total = np.bincount(cls, weights=seg, minlength=classes.n_classes)
-    # before a class's first non-zero rank Q_c = 0, contributing P(0) + ... + P(r_first - 1)
-    total += np.bincount(cls[starts], weights=S[rank[starts]], minlength=classes.n_classes)
+    cls, rank = ranked.cls, ranked.val
+    if len(cls):
+        q = ranked.cnt / classes.sizes[cls]
+        csum = np.cumsum(q)
+        starts = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]])
+        run = np.diff(np.r_[starts, len(cls)])
+        first = np.repeat(starts, run)
+        Q = csum - (csum[first] - q[first])  # cumulative within the class, up to this rank
+        last = np.r_[cls[1:] != cls[:-1], True]
+        next_rank = np.where(last, m - 1, np.r_[rank[1:], 0])
+        a, b = rank, next_rank - 1  # segment [a, b] where Q_c(i) = Q; may be empty (b = a - 1)
+        s = np.clip(np.searchsorted(P, Q, side="right"), a, b + 1)
+        seg = (s - a) * Q - (S[s] - S[a]) + (S[b + 1] - S[s]) - (b + 1 - s) * Q
+        total += np.bincount(cls, weights=seg, minlength=classes.n_classes)
+        # before a class's first non-zero rank Q_c = 0: P(0) + ... + P(r_first - 1)
+        total += np.bincount(cls[starts], weights=S[rank[starts]], minlength=classes.n_classes)
+    r = ranked.alone_val
+    # singleton: sum_{i<r} P(i) + sum_{r<=i<=m-2} (1 - P(i))
+    total[ranked.alone_cls] = S[r] + (m - 1 - r) - (S[m - 1] - S[r])
     return np.clip(total / (m - 1), 0.0, 1.0)
 
 
-def hierarchical_emd(classes: EquivalenceClasses, cls: np.ndarray, val: np.ndarray,
-                     cnt: np.ndarray, sensitive: CodedSensitive) -> np.ndarray:
+def hierarchical_emd(classes: EquivalenceClasses, cells: Cells, sensitive: CodedSensitive) -> np.ndarray:
     """Hierarchical-distance EMD of each class: mean over levels 0..H-1 of the total variation.
 
     (With Li et al.'s cost ``height(N)/H * min(pos_extra, neg_extra)`` per inner node, the sum
@@ -221,26 +299,14 @@ def hierarchical_emd(classes: EquivalenceClasses, cls: np.ndarray, val: np.ndarr
     for j in range(height):
         codes_j = level_codes[j]
         m_j = int(codes_j.max()) + 1 if len(codes_j) else 1
-        lv = codes_j[val]
-        if j:
-            # re-aggregate the cells at level j (several values can share a label)
-            key = cls * m_j + lv
-            uniq, inverse = np.unique(key, return_inverse=True)
-            c_j = np.bincount(inverse, weights=cnt)
-            cls_j, lv = uniq // m_j, uniq % m_j
-        else:
-            cls_j, c_j = cls, cnt
-        total += total_variation(classes, cls_j, lv, c_j, m_j)
+        total += total_variation(classes, cells if j == 0 else cells.coarsen(codes_j, m_j))
     return total / max(height, 1)
 
 
-def t_closeness(classes: EquivalenceClasses, sensitive: CodedSensitive,
-                cells: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, str]:
+def t_closeness(classes: EquivalenceClasses, sensitive: CodedSensitive, cells: Cells) -> tuple[np.ndarray, str]:
     """Per-class distance to the table's distribution and the name of the distance used."""
-    cls, val, cnt = cells
     if sensitive.hierarchy is not None:
-        return hierarchical_emd(classes, cls, val, cnt, sensitive), "hierarchical_emd"
+        return hierarchical_emd(classes, cells, sensitive), "hierarchical_emd"
     if sensitive.ranks is not None:
-        m = int(sensitive.ranks.max()) + 1 if len(sensitive.ranks) else 1
-        return ordered_emd(classes, cls, sensitive.ranks[val], cnt.astype(float), m), "ordered_emd"
-    return total_variation(classes, cls, val, cnt, sensitive.n_values), "total_variation"
+        return ordered_emd(classes, cells, sensitive.ranks), "ordered_emd"
+    return total_variation(classes, cells), "total_variation"
