@@ -7,6 +7,7 @@ Dagster instance, as the UI or the scheduler would launch them.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import stat
 from pathlib import Path
@@ -116,6 +117,13 @@ def test_unreachable_k_blocks_publication_in_the_run_and_in_a_later_run(env):
     assert "tiny/published" not in materialized(result)
     publication = env / "published" / "tiny" / "2023.parquet"
     assert not publication.exists()
+    # the refused release keeps its report, and the ledger remembers the failed evaluation
+    report = json.loads((env / "reports" / "tiny" / "2023" / "risk_report.json").read_text())
+    assert report["verdict"]["publishable"] is False
+    from anon_dagster.release import Ledger
+
+    entry = Ledger(env / "state" / "ledger.sqlite").latest("tiny", "2023")
+    assert entry is not None and entry.status == "failed"
 
     # a later run selecting only the publication re-verifies the gate and refuses
     later = run(defs, "tiny", "2023", instance, selection=[AssetKey(["tiny", "published"])])
@@ -148,6 +156,15 @@ def test_reachable_thresholds_publish_exactly_the_allowed_columns(env):
     assert "__anon_linkage" not in published.columns
     # only 2023 rows were taken
     assert set(published["visit_date"].astype(str)) == {"2023-03-01"}
+    # the report sits beside the publication and the ledger holds the publication
+    report = json.loads((env / "published" / "tiny" / "2023.report.json").read_text())
+    assert report["verdict"]["publishable"] is True
+    assert (env / "published" / "tiny" / "2023.report.html").exists()
+    from anon_dagster.release import Ledger
+
+    entry = Ledger(env / "state" / "ledger.sqlite").latest("tiny", "2023")
+    assert entry.status == "published" and entry.rows == len(published)
+    assert not list(publication.parent.glob(".*pending*"))
 
 
 def balanced_rows(year: int, diagnoses: list[str]) -> pd.DataFrame:

@@ -172,13 +172,11 @@ def outcome_metadata(outcome: policy.Outcome, hist: list[dict[str, Any]] | None,
 def composition_outcome(spec: ReleaseSpec, anonymized: pd.DataFrame, ledger: Any,
                         partition: str | None) -> policy.Outcome:
     """Intersection of this release with every earlier publication of the same population."""
-    from ..release import check_composition, class_assignment
-
     comp = spec.composition
     assert comp is not None
     data = policy.publishable_view(anonymized)
-    assignment = class_assignment(data, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
-    result = check_composition(assignment, ledger, population=comp.population, release=spec.release,
+    assignment = core.class_assignment(data, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
+    result = core.check_composition(assignment, ledger, population=comp.population, release=spec.release,
                                partition=partition, min_k=comp.min_k)
     summary = (f"effective k = {result.effective_k} against {len(result.compared)} earlier "
                f"publication(s) of population {comp.population!r} (minimum {comp.min_k}); "
@@ -239,41 +237,38 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         else:
             out = raw.drop(columns=[c for c in spec.identifiers if c in raw.columns])
         if spec.composition is not None:
-            from ..release import linkage_pseudonyms
-
             # the ledger's linkage pseudonym, under its own purpose key: never published
             key = context.resources.keystore.derive_key("ledger-linkage")
-            out[policy.LINKAGE_COLUMN] = linkage_pseudonyms(raw[spec.composition.person].reset_index(drop=True), key)
+            out[policy.LINKAGE_COLUMN] = core.linkage_pseudonyms(raw[spec.composition.person].reset_index(drop=True), key)
         context.add_output_metadata(meta)
         return out
 
     @asset(key=anon_key, **common, kinds={"pandas", "parquet"},
            ins={"pseudonymized": AssetIn(key=pseudo_key)}, metadata={AT_REST_KEY: "owner-only"},
+           required_resource_keys={"ledger"},
            description="Generalized and suppressed per the spec; its risk checks gate the publication.")
     def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame) -> pd.DataFrame:
         partition = partition_of(context)
         result, unreachable = anonymize_or_relax(pseudonymized, spec)
         data = result.data
-        population = policy.load_population(spec)
-        outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, population)
-        folder = reports_folder(spec, reports_dir, partition)
-        record_path = folder / "transformations.json"
-        report_md = policy.summary_markdown(f"Risk of {spec.release} {partition or ''}".strip(), outcomes, measures)
         record = {**result.record, **({"policy_unreachable": unreachable} if unreachable else {})}
-        write_bytes_atomic(json.dumps(_jsonable(record), indent=2, sort_keys=True).encode(), record_path)
-        write_bytes_atomic(report_md.encode(), folder / "risk_report.md")
-        write_bytes_atomic(json.dumps(_jsonable({"measures": measures, "checks": [
-            {"name": o.name, "passed": o.passed, "severity": o.severity, "value": o.value,
-             "threshold": o.threshold, "summary": o.summary} for o in outcomes]}),
-            indent=2, sort_keys=True).encode(), folder / "risk_report.json")
+        outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, policy.load_population(spec))
+        composition = None
+        if spec.composition is not None and spec.publication.mode == "rows":
+            comp = _safe_composition(spec, data, context, partition)
+            outcomes.append(comp)
+            composition = comp.details.get("composition")
+        report = _write_report(spec, reports_folder(spec, reports_dir, partition), partition, data, measures,
+                               outcomes, record, composition, unreachable)
         if unreachable:
             context.log.warning(f"{spec.release} {partition or ''}: {unreachable}")
         context.add_output_metadata({
             **({"policy_unreachable": MetadataValue.md(unreachable)} if unreachable else {}),
             "rows": len(data), "suppressed": int(result.suppressed),
-            "k": measures.get("k"), "risk_report": MetadataValue.md(report_md),
-            "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(result.record), indent=2) + "\n```"),
-            "report_files": MetadataValue.path(str(folder)),
+            "k": measures.get("k"), "verdict": report["verdict"]["verdict"],
+            "risk_report": MetadataValue.md(core.render(report, "md")),
+            "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(record), indent=2) + "\n```"),
+            "report_files": MetadataValue.path(str(reports_folder(spec, reports_dir, partition))),
             "class_size_histogram": histogram_table(policy.class_size_histogram(measures)),
         })
         return data
@@ -304,10 +299,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 if name not in ("composition", "data_contract"):
                     outcomes[name] = policy.Outcome(name, False, sev, summary=f"could not be measured: {_describe(exc)}")
         if "composition" in selected:
-            try:
-                outcomes["composition"] = composition_outcome(spec, anonymized, context.resources.ledger.open(), partition_of(context))
-            except Exception as exc:
-                outcomes["composition"] = policy.Outcome("composition", False, summary=f"could not be checked: {_describe(exc)}")
+            outcomes["composition"] = _safe_composition(spec, anonymized, context, partition_of(context))
         if "data_contract" in selected:
             try:
                 from .contract import validate_contract
@@ -316,6 +308,13 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                     spec, policy.publishable_view(anonymized), policy.raw_identifier_values(spec, raw))
             except Exception as exc:
                 outcomes["data_contract"] = policy.Outcome("data_contract", False, summary=f"could not be validated: {_describe(exc)}")
+        if any(o.blocks for o in outcomes.values()) and selected == {n for n, _ in t.check_names()}:
+            # a refused release keeps its report, and the ledger remembers the evaluation
+            try:
+                _record_refusal(context, spec, anonymized, list(outcomes.values()),
+                                reports_folder(spec, reports_dir, partition_of(context)))
+            except Exception as exc:
+                context.log.warning(f"the refused evaluation could not be recorded: {_describe(exc)}")
         for name, _ in t.check_names():
             if name not in selected:
                 continue
@@ -345,8 +344,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             )
         out = policy.publishable_view(anonymized)[list(spec.published_columns)]
         target = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
-        write_table_atomic(out, target, mode=0o644)
-        entry = _record_publication(context, spec, anonymized, out, partition, target)
+        entry = _publish(context, spec, anonymized, pseudonymized, out, partition, target)
         return MaterializeResult(metadata={
             "path": MetadataValue.path(str(target)), "rows": len(out),
             "columns": MetadataValue.json(list(out.columns)), **entry,
@@ -459,24 +457,116 @@ def _failed_evaluations(context: AssetExecutionContext, t: ReleaseTranslator, pa
     return reasons
 
 
-def _record_publication(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.DataFrame,
-                        out: pd.DataFrame, partition: str | None, target: Path) -> dict[str, Any]:
-    """Record the publication in the ledger (class assignment keyed by linkage pseudonyms)."""
-    from ..release import class_assignment, dataset_hash
+def _safe_composition(spec: ReleaseSpec, anonymized: pd.DataFrame, context: Any,
+                      partition: str | None) -> policy.Outcome:
+    try:
+        return composition_outcome(spec, anonymized, context.resources.ledger.open(), partition)
+    except Exception as exc:  # a composition that cannot be checked fails, never passes
+        return policy.Outcome("composition", False, summary=f"could not be checked: {_describe(exc)}")
 
+
+def _outcome_dicts(outcomes: list[policy.Outcome]) -> list[dict[str, Any]]:
+    return [{"name": o.name, "passed": bool(o.passed), "severity": o.severity, "value": _jsonable(o.value),
+             "threshold": _jsonable(o.threshold), "comparison": o.comparison, "summary": o.summary}
+            for o in outcomes]
+
+
+def _class_sizes(spec: ReleaseSpec, data: pd.DataFrame) -> list[int]:
+    view = policy.publishable_view(data)
+    qis = [q for q in spec.quasi_identifiers if q in view.columns]
+    if view.empty or not qis:
+        return []
+    return view.groupby(qis, dropna=False, sort=False, observed=True).size().astype(int).tolist()
+
+
+def _report_inputs(spec: ReleaseSpec, partition: str | None, data: pd.DataFrame, measures: dict[str, Any],
+                   outcomes: list[policy.Outcome], record: dict[str, Any] | None,
+                   composition: Any, mitigations: list[str], published_path: str | None = None,
+                   report_path: str | None = None) -> dict[str, Any]:
+    view = policy.publishable_view(data)
+    queries = [{"name": o.name.removeprefix("utility_"), "error_points": o.value,
+                "max_error_points": o.threshold, "passed": o.passed, "severity": o.severity}
+               for o in outcomes if o.name.startswith("utility_")]
+    return core.report_inputs(
+        spec, partition=partition, data_hash=core.dataset_hash(view), measures=measures,
+        class_sizes=_class_sizes(spec, data), population_uniqueness=measures.get("population_uniqueness"),
+        utility={"queries": _jsonable(queries)}, anonymization_record=_jsonable(record or {}),
+        composition=composition, checks=_outcome_dicts(outcomes), mitigations=mitigations,
+        published_path=published_path, report_path=report_path,
+    )
+
+
+def _write_report(spec: ReleaseSpec, folder: Path, partition: str | None, data: pd.DataFrame,
+                  measures: dict[str, Any], outcomes: list[policy.Outcome], record: dict[str, Any] | None,
+                  composition: Any, unreachable: str | None) -> dict[str, Any]:
+    """Write the risk report (md, html, json) and transformation record into ``folder``."""
+    inputs = _report_inputs(spec, partition, data, measures, outcomes, record, composition,
+                            [unreachable] if unreachable else [], report_path=str(folder / "risk_report.md"))
+    report = core.build_report(inputs)
+    if record is not None:
+        write_bytes_atomic(json.dumps(_jsonable(record), indent=2, sort_keys=True).encode(), folder / "transformations.json")
+    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
+        write_bytes_atomic(core.render(report, fmt).encode(), folder / f"risk_report.{suffix}")
+    return report
+
+
+def _record_refusal(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame, outcomes: list[policy.Outcome],
+                    folder: Path) -> None:
+    """Record a refused evaluation in the ledger, with its report (verdict: not publishable)."""
     measures = policy.measure(spec, anonymized)
+    record = None
+    record_file = folder / "transformations.json"
+    if record_file.exists():
+        record = json.loads(record_file.read_text())
+    comp = next((o.details.get("composition") for o in outcomes if o.name == "composition"), None)
+    inputs = _report_inputs(spec, partition_of(context), anonymized, measures, outcomes, record, comp,
+                            [], report_path=str(folder / "risk_report.md"))
+    _, report = core.record_evaluation(context.resources.ledger.open(), spec, inputs)
+    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
+        write_bytes_atomic(core.render(report, fmt).encode(), folder / f"risk_report.{suffix}")
+
+
+def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.DataFrame,
+             pseudonymized: pd.DataFrame, out: pd.DataFrame, partition: str | None, target: Path) -> dict[str, Any]:
+    """Write the release file and record it in the ledger, as one step for the reader.
+
+    The file is written aside first; the ledger entry (class assignment keyed by linkage
+    pseudonyms, report inputs) is recorded; only then is the file renamed into place. A
+    failure before the rename leaves the previous publication intact and no new entry; the
+    report is written beside the publication.
+    """
+    import os
+
+    outcomes, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, policy.load_population(spec))
+    composition = None
     assignment = None
     if spec.composition is not None and policy.LINKAGE_COLUMN in anonymized.columns:
-        assignment = class_assignment(out, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
-    data_hash = dataset_hash(out)
-    outcome = context.resources.ledger.open().record(
-        release=spec.release, partition=partition, population=spec.composition.population if spec.composition else None,
-        spec_hash=spec.spec_hash(), data_hash=data_hash,
-        qis={q: "generalized" if q in spec.generalized_qis else "exact" for q in spec.quasi_identifiers},
-        k=measures.get("k"), rows=len(out), status="published", assignment=assignment,
-        report_path=str(target),
-    )
-    return {"data_hash": data_hash, "ledger_entry": outcome.publication_id, "ledger_action": outcome.action}
+        comp = composition_outcome(spec, anonymized, context.resources.ledger.open(), partition)
+        outcomes.append(comp)
+        composition = comp.details.get("composition")
+        assignment = core.class_assignment(out, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
+    outcomes.append(policy.Outcome("data_contract", True, summary="re-verified before writing (columns, identifiers, formats, partition keys)"))
+    stem = target.with_suffix("")
+    report_path = Path(f"{stem}.report.md")
+    inputs = _report_inputs(spec, partition, anonymized, measures, outcomes, None, composition, [],
+                            published_path=str(target), report_path=str(report_path))
+    report = core.build_report(inputs)
+    if not report["verdict"]["publishable"]:
+        raise Failure(description=f"{spec.release} {partition or ''}: the report's verdict is "
+                                  f"{report['verdict']['verdict']!r}: nothing written", allow_retries=False)
+    aside = target.with_name(f".{target.stem}.pending{target.suffix}")  # same format, hidden
+    write_table_atomic(out, aside, mode=0o644)
+    try:
+        outcome, report = core.record_evaluation(context.resources.ledger.open(), spec, inputs,
+                                                 assignment=assignment, rows=len(out), report_path=str(report_path))
+        os.replace(aside, target)
+    except BaseException:
+        aside.unlink(missing_ok=True)
+        raise
+    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
+        write_bytes_atomic(core.render(report, fmt).encode(), Path(f"{stem}.report.{suffix}"), mode=0o644)
+    return {"data_hash": inputs["data_hash"], "ledger_entry": outcome.publication_id,
+            "ledger_action": outcome.action, "report": MetadataValue.path(str(report_path))}
 
 
 def _describe(exc: BaseException) -> str:
