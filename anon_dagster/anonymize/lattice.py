@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UserError
-from .coding import CodedQI, combine, group, key_fits, split_key
+from .coding import CodedQI, combine, group
 from .criteria import (
     Policy,
     SensitivePairs,
@@ -126,7 +126,7 @@ class _State:
     """Classes of one node: keys (codes at the node's levels), sizes, metric sums, histograms."""
 
     levels: np.ndarray
-    keys: np.ndarray          # (classes, q) int64
+    keys: list[np.ndarray]    # per QI: each class's code at the node's level
     sizes: np.ndarray         # (classes,) int64
     logv: np.ndarray          # (classes,) sum over rows and QIs of log2 count(value)
     pairs: list[SensitivePairs]
@@ -194,7 +194,7 @@ class Lattice:
         n_classes = len(sizes)
         first = np.empty(n_classes, dtype=np.int64)
         first[row_class[::-1]] = np.arange(self.n_rows - 1, -1, -1)
-        keys = np.stack([c[first] for c in codes], axis=1) if codes else np.zeros((n_classes, 0), np.int64)
+        keys = [c[first] for c in codes]
         logv_row = np.zeros(self.n_rows)
         for q, vc, gen in zip(self.qis, self._value_counts, self.generalized, strict=True):
             if gen:
@@ -219,19 +219,18 @@ class Lattice:
         cols, cards = [], []
         for j, qi in enumerate(self.qis):
             a, b = int(src.levels[j]), int(levels[j])
-            cols.append(qi.map_between(a, b)[src.keys[:, j]] if a != b else src.keys[:, j])
+            cols.append(qi.map_between(a, b)[src.keys[j]] if a != b else src.keys[j])
             cards.append(qi.cardinality(b))
         if not cols:
             return src, np.zeros(len(src.sizes), dtype=np.int64)
         key, space = combine(cols, cards)
         uniq, inverse, sizes = group(key, space, src.sizes)
         n_classes = len(sizes)
-        if key_fits(cards):
-            keys = np.stack(split_key(uniq, cards), axis=1)
-        else:
-            first = np.empty(n_classes, dtype=np.int64)
-            first[inverse[::-1]] = np.arange(len(inverse) - 1, -1, -1)
-            keys = np.stack([c[first] for c in cols], axis=1)
+        # each new class's codes: those of its first source class (a scatter and q gathers,
+        # cheaper than splitting the mixed-radix key with int64 divisions)
+        first = np.empty(n_classes, dtype=np.int64)
+        first[inverse[::-1]] = np.arange(len(inverse) - 1, -1, -1)
+        keys = [c[first] for c in cols]
         logv = np.bincount(inverse, weights=src.logv, minlength=n_classes)
         pairs = [p.rollup(inverse, n_classes) for p in src.pairs]
         return _State(levels.astype(np.int64), keys, sizes, logv, pairs), inverse
@@ -318,13 +317,13 @@ class Lattice:
             per_class = np.zeros(len(st.sizes))
             for j in range(self.q):
                 if self.generalized[j]:
-                    per_class += self._loss_tab[j][int(st.levels[j])][st.keys[:, j]]
+                    per_class += self._loss_tab[j][int(st.levels[j])][st.keys[j]]
             return float((st.sizes[kept] * per_class[kept]).sum() + sup_rows * q) / (n * q)
         if self.metric == "entropy":
             per_class = np.zeros(len(st.sizes))
             for j in range(self.q):
                 if self.generalized[j]:
-                    per_class += self._logc_tab[j][int(st.levels[j])][st.keys[:, j]]
+                    per_class += self._logc_tab[j][int(st.levels[j])][st.keys[j]]
             gen = st.sizes * per_class - st.logv
             sup = st.sizes * q * math.log2(max(n, 1)) - st.logv
             return float(gen[kept].sum() + sup[failing].sum())
