@@ -13,7 +13,7 @@ import pytest
 from anon_dagster import RiskMeasures, measure_risk
 from anon_dagster.errors import DataError, HierarchyError, UserError
 from anon_dagster.hierarchies import TableHierarchy
-from anon_dagster.risk import CONTRACT_KEYS
+from anon_dagster.risk import CONTRACT_KEYS, utility_query_error
 
 
 def hiv_table(index=None) -> pd.DataFrame:
@@ -313,3 +313,31 @@ def test_measures_type():
     m = measure_risk(hiv_table(), "zip")
     assert isinstance(m, RiskMeasures)
     assert m.record_risk().tolist() == [1 / 100] * 100 + [1 / 2] * 2
+
+
+def test_utility_query_error_hand_computed():
+    original = pd.DataFrame({
+        "province": ["A"] * 4 + ["B"] * 2 + ["C"],
+        "diag": ["flu", "flu", "none", "none", "flu", "none", "flu"],
+    }, index=[9, 8, 7, 6, 5, 4, 3])
+    # one "none" of A and the only row of C suppressed
+    anonymized = original.iloc[[0, 1, 2, 4, 5]]
+    result = utility_query_error(original, anonymized, "province", "diag")
+    t = result.table.set_index(["province", "diag"])
+    # A: flu 50% -> 66.7%, none 50% -> 33.3%; B unchanged; C: flu 100% -> absent (0)
+    assert t.loc[("A", "flu"), "error_points"] == pytest.approx(100 / 6)
+    assert t.loc[("B", "none"), "error_points"] == 0
+    assert t.loc[("C", "flu"), "error_points"] == 100 and bool(t.loc[("C", "flu"), "missing_in_anonymized"])
+    assert result.max_error_points == 100
+    assert t.loc[("A", "none"), "count_anonymized"] == 1 and t.loc[("A", "none"), "rows_anonymized"] == 3
+    without_c = utility_query_error(original.iloc[:6], anonymized, ["province"], "diag")
+    assert without_c.max_error_points == pytest.approx(100 / 6)
+
+
+def test_utility_queries_in_measure_risk():
+    original = pd.DataFrame({"p": ["A", "A", "B", "B"], "q": [1, 1, 2, 2], "d": ["x", "y", "x", "x"]})
+    m = measure_risk(original.iloc[[0, 2, 3]], ["q"], original=original,
+                     utility_queries=[{"name": "by_p", "group_by": ["p"], "target": "d", "max_error_points": 5}])
+    entry = m.to_dict()["utility_queries"]["by_p"]
+    assert entry["max_error_points"] == pytest.approx(50.0)
+    assert entry["max_error_points_allowed"] == 5

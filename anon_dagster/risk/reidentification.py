@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import DataError
 from .classes import EquivalenceClasses, combine_codes
@@ -57,34 +58,41 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
             raise DataError(f"{source}: count column {count_column!r} holds {value!r}, not a count >= 0")
     else:
         weights = None
-    keys = classes.keys()
-    n_sample = classes.n_classes
-    # Code each population column once, then look the sample classes' values up in its
-    # distinct values: the cost is one factorization of the population plus a hash lookup per
-    # sample class. A sample value the population lacks gets a code of its own (F = 0).
+    if classes._frame is None:
+        raise ValueError("population_class_sizes needs classes built with from_frame")
+    sample = classes._frame
+    n_sample = classes.n_rows
+    # Code each population column once, then look every sample row's value up among its
+    # distinct values (a hash lookup); a value the population lacks gets a code of its own
+    # (F = 0), a missing value the population's missing code.
     sample_codes, pop_codes, cards = [], [], []
     for q in qis:
         codes, uniques = pd.factorize(_plain(population[q]), use_na_sentinel=True)
         n_u = len(uniques)
-        codes = np.where(codes < 0, n_u, codes)  # missing: a value of its own, code n_u
-        values = _plain(keys[q])
-        found = pd.Index(uniques).get_indexer(values)
+        codes = np.where(codes < 0, n_u, codes)
+        values = _plain(sample[q])
+        found = _lookup(values, uniques)
         found = np.where(values.isna().to_numpy(), n_u, found)
-        found = np.where(found < 0, n_u + 1, found)  # absent from the population
+        found = np.where(found < 0, n_u + 1, found)
         sample_codes.append(found)
         pop_codes.append(codes)
         cards.append(n_u + 2)
     joint = [np.concatenate([a, b]) for a, b in zip(sample_codes, pop_codes, strict=True)]
+    del sample_codes, pop_codes
     ids, _ = combine_codes(joint, cards, n_sample + len(population))
     pop_ids = ids[n_sample:]
     totals = np.bincount(pop_ids, weights=weights, minlength=int(ids.max()) + 1 if len(ids) else 0)
-    F = totals[ids[:n_sample]].astype(float)
+    # every row of a class has the same QI values, so its first row speaks for it
+    F = totals[ids[classes.first_rows]].astype(float)
+    keys: pd.DataFrame | None = None
 
     lacking = np.flatnonzero(F <= 0)
+    if len(lacking) or (F < classes.sizes).any():
+        keys = classes.keys()  # only to name a class in the error
     if len(lacking):
         raise DataError(
             f"{source}: the population has no one in the sample class "
-            f"{_describe(keys, qis, int(lacking[0]))} ({len(lacking)} of {n_sample} sample classes "
+            f"{_describe(keys, qis, int(lacking[0]))} ({len(lacking)} of {classes.n_classes} sample classes "
             "are absent): journalist and marketer risk are undefined; give the population the "
             "sample was drawn from, generalized like the sample"
         )
@@ -99,6 +107,28 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
             "population"
         )
     return F
+
+
+def _lookup(values: pd.Series, uniques: pd.Index) -> np.ndarray:
+    """Position of each value in ``uniques`` (-1 when absent), by Arrow's hash lookup when both
+    sides are Arrow-backed strings, else by a pandas index lookup."""
+    left, right = _arrow(values), _arrow(uniques)
+    if left is not None and right is not None and left.type == right.type:
+        found = pc.index_in(left, value_set=right)
+        return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return pd.Index(uniques).get_indexer(values)
+
+
+def _arrow(x: pd.Series | pd.Index) -> pa.Array | None:
+    array = x.array
+    if not hasattr(array, "__arrow_array__") or not pd.api.types.is_string_dtype(x.dtype):
+        return None
+    arr = array.__arrow_array__()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.string())
+    return arr
 
 
 def _plain(series: pd.Series) -> pd.Series:

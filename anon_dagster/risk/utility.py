@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..errors import DataError, HierarchyError
 from ..hierarchies import MISSING_LABEL, Hierarchy, _as_label
-from .classes import EquivalenceClasses
+from .classes import EquivalenceClasses, combine_codes
 
 
 def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | None = None) -> dict[str, float]:
@@ -135,45 +135,53 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
     if len(original) == 0:
         raise DataError("utility query: the original table is empty")
 
-    def prevalence(frame: pd.DataFrame) -> pd.DataFrame:
-        keys = [*group_by, target]
-        sub = frame[keys].reset_index(drop=True)
-        counts = sub.groupby(keys, dropna=False, observed=True, sort=False).size().rename("count")
-        rows = sub.groupby(group_by, dropna=False, observed=True, sort=False).size().rename("rows")
-        out = counts.reset_index().merge(rows.reset_index(), on=group_by, how="left")
-        return out
-
-    orig = prevalence(_normalize(original, [*group_by, target]))
-    anon = prevalence(_normalize(anonymized, [*group_by, target]))
-    keys = [*group_by, target]
-    merged = orig.merge(anon, on=keys, how="outer", suffixes=("_original", "_anonymized"))
-    group_rows = anon.drop_duplicates(group_by)[[*group_by, "rows"]]
-    merged = merged.drop(columns=["rows_anonymized"]).merge(
-        group_rows.rename(columns={"rows": "rows_anonymized"}), on=group_by, how="left"
-    )
-    orig_rows = orig.drop_duplicates(group_by)[[*group_by, "rows"]]
-    merged = merged.drop(columns=["rows_original"]).merge(
-        orig_rows.rename(columns={"rows": "rows_original"}), on=group_by, how="left"
-    )
-    for col in ("count_original", "count_anonymized", "rows_original", "rows_anonymized"):
-        merged[col] = merged[col].fillna(0).astype(np.int64)
-    merged["missing_in_anonymized"] = merged["rows_anonymized"] == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        merged["prevalence_original"] = np.where(
-            merged["rows_original"] > 0, 100.0 * merged["count_original"] / merged["rows_original"], 0.0)
-        merged["prevalence_anonymized"] = np.where(
-            merged["rows_anonymized"] > 0, 100.0 * merged["count_anonymized"] / merged["rows_anonymized"], 0.0)
-    merged["error_points"] = (merged["prevalence_original"] - merged["prevalence_anonymized"]).abs()
-    merged = merged.sort_values("error_points", ascending=False, kind="stable").reset_index(drop=True)
-    worst = float(merged["error_points"].iloc[0]) if len(merged) else 0.0
-    return QueryError(worst, merged)
-
-
-def _normalize(frame: pd.DataFrame, cols: Sequence[str]) -> pd.DataFrame:
-    """Columns as comparable labels: categoricals decoded, missing values one label."""
-    out = {}
+    n_o = len(original)
+    cols = [*group_by, target]
+    # Label both tables alike, then code each column over the two tables at once.
+    codes, cards, labels = [], [], []
     for c in cols:
-        codes, uniq = pd.factorize(frame[c], use_na_sentinel=True)
-        labels = np.array([_as_label(v) for v in uniq] + [MISSING_LABEL], dtype=object)
-        out[c] = labels[codes]  # code -1 (missing) picks the last label
-    return pd.DataFrame(out)
+        joint = np.concatenate([_labels(original[c]), _labels(anonymized[c])])
+        col_codes, uniques = pd.factorize(joint)
+        codes.append(col_codes)
+        cards.append(max(len(uniques), 1))
+        labels.append(np.asarray(uniques, dtype=object))
+    group, _ = combine_codes(codes[:-1], cards[:-1], len(codes[0]))
+    value = codes[-1].astype(np.int64)
+    n_values = cards[-1]
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    cell = group * n_values + value
+    cells, inverse = np.unique(cell, return_inverse=True)
+    inverse = inverse.ravel()
+    count_o = np.bincount(inverse[:n_o], minlength=len(cells))
+    count_a = np.bincount(inverse[n_o:], minlength=len(cells))
+    rows_o = np.bincount(group[:n_o], minlength=n_groups)
+    rows_a = np.bincount(group[n_o:], minlength=n_groups)
+    g, v = cells // n_values, cells % n_values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prev_o = np.where(rows_o[g] > 0, 100.0 * count_o / rows_o[g], 0.0)
+        prev_a = np.where(rows_a[g] > 0, 100.0 * count_a / rows_a[g], 0.0)
+    error = np.abs(prev_o - prev_a)
+    order = np.argsort(-error, kind="stable")
+    first = np.full(n_groups, len(group), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(group), dtype=np.int64))
+    table = {c: labels[i][codes[i][first[g[order]]]] for i, c in enumerate(group_by)}
+    table[target] = labels[-1][v[order]]
+    table.update({
+        "count_original": count_o[order], "rows_original": rows_o[g[order]],
+        "prevalence_original": prev_o[order],
+        "count_anonymized": count_a[order], "rows_anonymized": rows_a[g[order]],
+        "prevalence_anonymized": prev_a[order],
+        "error_points": error[order], "missing_in_anonymized": rows_a[g[order]] == 0,
+    })
+    result = pd.DataFrame(table)
+    worst = float(error.max()) if len(error) else 0.0
+    return QueryError(worst, result)
+
+
+def _labels(series: pd.Series) -> np.ndarray:
+    """A column as comparable labels (object array): categoricals decoded, missing one label."""
+    codes, uniq = pd.factorize(series, use_na_sentinel=True)
+    labels = np.array([_as_label(v) for v in uniq] + [MISSING_LABEL], dtype=object)
+    return labels[codes]  # code -1 (missing) picks the last label
+
+
