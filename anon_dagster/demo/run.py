@@ -1,13 +1,17 @@
-"""``python -m anon_dagster.demo run``: generate the demo data, then measure the demo release.
+"""``python -m anon_dagster.demo run`` (``make demo``): the demo releases, end to end in Dagster.
 
-Kept as one small function, :func:`run_demo`, so the orchestration layer can replace it with a
-materialization of the release's asset graph.
+Generates the demo data, opens (creating on first use) the development key store, then
+materializes every partition of every release spec beside the demo spec — the demo release,
+published yearly, and the strict release that is refused by design — through the releases'
+Dagster jobs, against a Dagster home beside the spec folder so that ``dagster dev`` shows the
+runs, checks and reports afterwards.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import os
 import sys
+import time
 from pathlib import Path
 
 from .generate import REPO_ROOT, default_out_dir, generate
@@ -15,77 +19,95 @@ from .generate import REPO_ROOT, default_out_dir, generate
 DEMO_SPEC = REPO_ROOT / "assets_config" / "hospital_discharges.yaml"
 
 
+def _show(path: Path | None) -> str:
+    if path is None:
+        return "-"
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def run_demo(spec: str | Path = DEMO_SPEC) -> int:
-    """Generate the demo data (if not current) and print the demo release's risk figures.
+    """Run the demo; returns 0 when every release did what its spec leads to expect.
 
-    The figures are those of the release's first partition (what one publication holds),
-    measured by ``anon-dagster risk --config SPEC --partition KEY``. When that command is not
-    available, or fails on the spec's policy, a warning says so and the kernel's figures without
-    the population are printed instead (journalist risk estimated from the sampling fraction).
-    Returns an exit status.
+    A release refused by its checks is an expected outcome (printed with the failed checks); a
+    step that fails for another reason (bad data, key store) makes the exit status 1. The
+    environment variables it sets for the runs are restored afterwards.
     """
-    from ..spec import load_spec
+    saved = {v: os.environ.get(v) for v in ("DAGSTER_HOME", "ANON_DAGSTER_DEV_KEYSTORE")}
+    try:
+        return _run_demo(Path(spec))
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
+
+def _run_demo(spec: Path) -> int:
+    started = time.perf_counter()
     manifest = generate(default_out_dir())
     state = "already current" if manifest["skipped"] else "written"
     sizes = ", ".join(f"{name} {info['rows']:,} rows" for name, info in manifest["files"].items())
-    print(f"demo data in {default_out_dir()}: {state} ({sizes})", flush=True)
-    release = load_spec(spec)
-    partition = _first_partition(release)
-    if importlib.util.find_spec("anon_dagster.commands.risk") is not None:
-        from ..cli import main
+    print(f"demo data in {_show(default_out_dir())}: {state} ({sizes})", flush=True)
 
-        args = ["risk", "--config", str(spec)] + (["--partition", partition] if partition else [])
-        code = main(args)
-        if code == 0:
-            return 0
-        print(f"warning: `anon-dagster {' '.join(args)}` failed (see above); figures without "
-              "the population follow", file=sys.stderr)
-    return _kernel_figures(release, partition)
+    # Development key store: only when no real one is configured.
+    configured = any(os.environ.get(v) for v in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_MASTER_KEY"))
+    if not configured:
+        import warnings
 
+        from ..pseudonymize import open_keystore
+        from ..pseudonymize.keystore import dev_keystore_path
 
-def _first_partition(release) -> str | None:
-    """Key of the spec's first partition (``2024`` for yearly), or None when unpartitioned."""
-    if release.partitions is None:
-        return None
-    start = release.partitions.start
-    return {"yearly": start[:4], "monthly": start[:7]}.get(release.partitions.cadence, start[:10])
+        os.environ["ANON_DAGSTER_DEV_KEYSTORE"] = "1"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            open_keystore(dev=True)
+        print(f"development key store: {_show(dev_keystore_path())} -- FOR DEVELOPMENT ONLY "
+              "(synthetic demo data; its passphrase is public): never use it for real data")
 
+    home = Path(os.environ.get("DAGSTER_HOME") or (spec.resolve().parent.parent / ".dagster_home"))
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    os.environ["DAGSTER_HOME"] = str(home)
 
-def _kernel_figures(release, partition: str | None) -> int:
-    """The partition's figures over the spec's QIs, journalist risk from the sampling fraction."""
-    import pandas as pd
+    import logging
+    import warnings
 
-    from ..io import read_table
+    from dagster import DagsterInstance
 
-    df = read_table(release.resolve(release.source.path))
-    if partition is not None and release.partitions is not None:
-        dates = pd.to_datetime(df[release.partitions.column])
-        start = pd.Timestamp(release.partitions.start)
-        offset = {"yearly": pd.DateOffset(years=1), "monthly": pd.DateOffset(months=1)}.get(
-            release.partitions.cadence, pd.DateOffset(months=3))
-        df = df[(dates >= start) & (dates < start + offset)]
-    qis = release.quasi_identifiers
-    try:
-        from ..risk import measure_risk
-    except ImportError:
-        measure_risk = None
-    print(f"release {release.release}, partition {partition or '(all)'}: {len(df):,} rows, "
-          f"quasi-identifiers {', '.join(qis)}")
-    if measure_risk is None:
-        sizes = df.groupby(qis, dropna=False, observed=True).size()
-        figures = {"classes": len(sizes), "k": int(sizes.min()),
-                   "uniques_fraction": float((sizes == 1).sum() / len(df)),
-                   "prosecutor_avg": len(sizes) / len(df)}
-    else:
-        figures = measure_risk(
-            df, qis, sensitive=release.sensitive or None,
-            sampling_fraction=release.policy.sampling_fraction, uniqueness=False,
-        ).to_dict()
-    for key in ("rows", "classes", "k", "uniques_fraction", "prosecutor_max", "prosecutor_avg",
-                "journalist_max", "journalist_avg", "marketer", "l_distinct", "l_entropy",
-                "t_closeness"):
-        if figures.get(key) is not None:
-            value = figures[key]
-            print(f"  {key:<18}{value:.4g}" if isinstance(value, float) else f"  {key:<18}{value}")
-    return 0
+    from ..dagster import AnonReleaseComponent
+    from ..dagster.runner import materialize_release
+    from ..spec import load_specs
+
+    # The key store's development warning was printed once above; Dagster's preview notice
+    # (partition-aware checks) is documented in docs/dagster.md.
+    logging.getLogger("anon_dagster.pseudonymize.keystore").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    config = spec.resolve().parent
+    specs = load_specs(config)
+    defs = AnonReleaseComponent(config_dir=str(config)).build_definitions(config)
+    status = 0
+    with DagsterInstance.get() as instance:
+        for release in specs:
+            for out in materialize_release(defs, release, instance):
+                where = f"{out.release} {out.partition or ''}".strip()
+                rows = f"{out.rows_in:,} rows in" if out.rows_in is not None else "no rows read"
+                if out.published is not None:
+                    print(f"{where}: {rows}, PUBLISHED {out.rows_published:,} rows -> {_show(out.published)}"
+                          f"  (report {_show(out.report)})")
+                elif out.failed_checks:
+                    print(f"{where}: {rows}, REFUSED by {', '.join(sorted(set(out.failed_checks)))}"
+                          f"  (report {_show(out.report)})")
+                else:
+                    status = 1
+                    print(f"{where}: {rows}, FAILED in {', '.join(out.failed_steps) or 'the run'} "
+                          f"(see the run in the UI)", file=sys.stderr)
+    elapsed = time.perf_counter() - started
+    keystore_env = "" if configured else "ANON_DAGSTER_DEV_KEYSTORE=1 "
+    print(f"\ndone in {elapsed:.1f} s. Open the UI (runs, checks, reports as metadata):\n"
+          f"  DAGSTER_HOME={_show(home)} {keystore_env}.venv/bin/dagster dev -f definitions.py")
+    return status
