@@ -22,6 +22,7 @@ from anon_dagster.pseudonymize import (
     EnvKeyBackend,
     KeyStore,
     hmac_bridge,
+    open_keystore,
     pseudonym_pattern,
     pseudonymize,
     pseudonymize_values,
@@ -337,3 +338,41 @@ def test_a_colliding_token_draw_is_redrawn(tmp_path, monkeypatch):
 def test_hmac_kernel_equals_the_standard_library(key, values):
     from anon_dagster.pseudonymize.methods import hmac_digests
     assert hmac_digests(key, values) == [hmac.new(key, v, "sha256").digest() for v in values]
+
+
+def test_cli_bridge_rekey_and_reseal_after_rotation(tmp_path, monkeypatch, capsys):
+    from anon_dagster.cli import main
+
+    keys = [base64.b64encode(os.urandom(32)).decode() for _ in range(2)]
+    monkeypatch.delenv("ANON_DAGSTER_KEYSTORE", raising=False)
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", f"1:{keys[0]}")
+    ks1 = open_keystore()
+    raw = pd.DataFrame({"pid": ["a", "b", None, "a"], "cid": ["x", "y", "z", None]})
+    old_hmac, _ = pseudonymize_values(raw["pid"], ks1, method="hmac", purpose="research")
+    old_siv, _ = pseudonymize_values(raw["cid"], ks1, method="aes_siv", purpose="care")
+    tokens, _ = pseudonymize_values(raw["pid"], ks1, method="token", purpose="t")
+    raw.to_csv(tmp_path / "raw.csv", index=False)
+    pd.DataFrame({"cid": old_siv}).to_csv(tmp_path / "pseud.csv", index=False)
+
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", f"1:{keys[0]},2:{keys[1]}")  # rotated
+    ks2 = open_keystore()
+    assert main(["keys", "bridge", "--input", str(tmp_path / "raw.csv"), "--column", "pid", "--purpose",
+                 "research", "--from-version", "1", "--output", str(tmp_path / "bridge.csv")]) == 0
+    bridge = pd.read_csv(tmp_path / "bridge.csv")
+    new_hmac, _ = pseudonymize_values(raw["pid"], ks2, method="hmac", purpose="research")
+    assert dict(zip(bridge["old"], bridge["new"], strict=True)) == {
+        old_hmac[0]: new_hmac[0], old_hmac[1]: new_hmac[1]}
+    assert main(["keys", "rekey", "--input", str(tmp_path / "pseud.csv"), "--column", "cid", "--purpose", "care",
+                 "--output", str(tmp_path / "rekeyed.csv")]) == 0
+    rekeyed = pd.read_csv(tmp_path / "rekeyed.csv")["cid"]
+    new_siv, _ = pseudonymize_values(raw["cid"], ks2, method="aes_siv", purpose="care")
+    assert rekeyed[:3].tolist() == new_siv[:3].tolist() and pd.isna(rekeyed[3])
+    assert main(["keys", "reseal-tokens", "--purpose", "t"]) == 0
+    assert json.loads(vault_path(ks2, "t").read_text())["key_version"] == 2
+    again, _ = pseudonymize_values(raw["pid"], ks2, method="token", purpose="t")
+    assert again.dropna().tolist() == tokens.dropna().tolist()
+    capsys.readouterr()
+    assert main(["keys", "bridge", "--input", str(tmp_path / "raw.csv"), "--column", "nope", "--purpose", "r",
+                 "--from-version", "1", "--output", str(tmp_path / "b2.csv")]) == 2
+    assert "'nope'" in capsys.readouterr().err and not (tmp_path / "b2.csv").exists()

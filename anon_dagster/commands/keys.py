@@ -1,4 +1,7 @@
-"""``anon-dagster keys init | rotate | list``: manage the key store without ever showing a key.
+"""``anon-dagster keys init | rotate | list | bridge | rekey | reseal-tokens``: the key store.
+
+Nothing here ever shows key material. ``bridge``, ``rekey`` and ``reseal-tokens`` carry data
+across a rotation (see docs/pseudonymization.md, *Rotation and its cost*).
 
 The key store path comes from ``--path`` or ``ANON_DAGSTER_KEYSTORE``; the passphrase from
 ``ANON_DAGSTER_KEYSTORE_PASSPHRASE`` (or, on a terminal, a prompt). ``list`` shows versions,
@@ -14,7 +17,8 @@ import json
 import os
 import sys
 
-from ..errors import SecretError
+from ..errors import DataError, SecretError, UserError
+from ..io import read_table, write_table_atomic
 from ..pseudonymize.keystore import (
     DEFAULT_SCRYPT_N,
     DEV_PASSPHRASE,
@@ -27,6 +31,8 @@ from ..pseudonymize.keystore import (
     init_keystore,
     open_keystore,
 )
+from ..pseudonymize.rotation import hmac_bridge, rekey_aes_siv, rekey_token_vault
+from ..spec import NormalizeSpec, load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +53,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst = ksub.add_parser("list", parents=[common], help="list key versions, creation dates and fingerprints")
     lst.add_argument("--json", action="store_true", help="print JSON")
     lst.set_defaults(handler=run_list)
+
+    column = argparse.ArgumentParser(add_help=False)
+    column.add_argument("--spec", help="release spec declaring the column's purpose and normalization")
+    column.add_argument("--column", required=True, help="the identifier column")
+    column.add_argument("--purpose", help="pseudonym purpose (without --spec)")
+    column.add_argument("--input", required=True, help="table (csv/parquet) holding the column")
+    column.add_argument("--output", required=True, help="table to write (mode 0600; personal data)")
+    column.add_argument("--to-version", type=int, help="target key version (default: current)")
+    bridge = ksub.add_parser(
+        "bridge", parents=[common, column],
+        help="HMAC old -> new pseudonym table from the ORIGINAL identifiers (run in the secure zone)")
+    bridge.add_argument("--from-version", type=int, required=True, help="key version of the old pseudonyms")
+    bridge.set_defaults(handler=run_bridge)
+    rekey = ksub.add_parser(
+        "rekey", parents=[common, column],
+        help="re-encrypt an AES-SIV pseudonym column under the new key version (no identifiers needed)")
+    rekey.set_defaults(handler=run_rekey)
+    vault = ksub.add_parser("reseal-tokens", parents=[common], help="re-seal a token vault under the current key version")
+    vault.add_argument("--purpose", required=True)
+    vault.set_defaults(handler=run_reseal)
 
 
 def _passphrase(confirm: bool) -> str:
@@ -110,4 +136,58 @@ def run_list(args: argparse.Namespace) -> int:
     print(f"{'version':>7}  {'created':<25}  {'fingerprint':<16}  status")
     for r in rows:
         print(f"{r['version']:>7}  {r['created'] or '-':<25}  {r['fingerprint']:<16}  {'current' if r['current'] else 'older'}")
+    return 0
+
+
+def _column_settings(args: argparse.Namespace, method: str) -> tuple[str, NormalizeSpec, bool]:
+    """(purpose, normalization, prefix_version) from --spec, else from --purpose and defaults."""
+    if args.spec:
+        spec = load_spec(args.spec)
+        col = spec.columns.get(args.column)
+        if col is None or col.pseudonymize is None:
+            raise UserError(f"{args.spec}: column {args.column!r} is not a pseudonymized identifier")
+        if col.pseudonymize.method.lower() != method:
+            raise UserError(f"{args.spec}: column {args.column!r} uses {col.pseudonymize.method!r}, not {method}")
+        return col.pseudonymize.purpose, col.pseudonymize.normalize, col.pseudonymize.prefix_version
+    if not args.purpose:
+        raise UserError("give --spec, or --purpose")
+    return args.purpose, NormalizeSpec(), True
+
+
+def _read_column(args: argparse.Namespace):
+    table = read_table(args.input)
+    if args.column not in table.columns:
+        raise DataError(f"{args.input}: no column {args.column!r}")
+    return table
+
+
+def run_bridge(args: argparse.Namespace) -> int:
+    purpose, normalize, prefix = _column_settings(args, "hmac")
+    table = _read_column(args)
+    ks = _open(args)
+    bridge = hmac_bridge(table[args.column], ks, purpose=purpose, from_version=args.from_version,
+                         to_version=args.to_version, normalize=normalize, prefix_version=prefix)
+    write_table_atomic(bridge, args.output, mode=0o600)
+    print(f"{args.output}: {len(bridge)} old -> new pseudonym pairs (purpose {purpose!r}); "
+          "it links both generations: keep it with the pseudonymized data, never publish it")
+    return 0
+
+
+def run_rekey(args: argparse.Namespace) -> int:
+    purpose, _, prefix = _column_settings(args, "aes_siv")
+    table = _read_column(args)
+    ks = _open(args)
+    out = table.copy()
+    out[args.column] = rekey_aes_siv(table[args.column], ks, purpose=purpose, to_version=args.to_version,
+                                     prefix_version=prefix).to_numpy()
+    write_table_atomic(out, args.output, mode=0o600)
+    version = args.to_version or ks.current_version
+    print(f"{args.output}: column {args.column!r} re-keyed to version {version} ({len(out)} rows)")
+    return 0
+
+
+def run_reseal(args: argparse.Namespace) -> int:
+    ks = _open(args)
+    count = rekey_token_vault(ks, args.purpose)
+    print(f"token vault {args.purpose!r}: {count} tokens re-sealed under key version {ks.current_version}")
     return 0
