@@ -131,3 +131,64 @@ def test_mondrian_properties(case):
     for idx, label in result.data["age"].astype(str).items():
         lo, _, hi = label.partition("-")
         assert int(lo) <= df.at[idx, "age"] <= int(hi or lo)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.sampled_from(["global", "mondrian"]), st.integers(min_value=1, max_value=3))
+def test_l_diversity_holds_in_every_published_class(case, method, l_value):
+    df, columns, k, max_sup = case
+    df = df.assign(dx=np.random.default_rng(len(df)).choice(["a", "b", "c", "d"], len(df)))
+    columns = {**columns, "dx": {"role": "sensitive"}}
+    raw = {
+        "release": "prop", "source": {"path": "x.csv"}, "columns": columns,
+        "anonymization": {"method": method, "k": k, "max_suppression": max_sup},
+        "policy": {"thresholds": {"l_distinct": l_value}},
+        "publication": {"path": "p.csv"},
+    }
+    spec = spec_from_dict(raw, REPO / "spec.yaml")
+    try:
+        result = anonymize(df, spec)
+    except NoSolution:
+        return
+    except Exception as exc:
+        assert k > len(df), exc
+        return
+    _check(df, spec, result)
+    if len(result.data):
+        distinct = result.data.groupby(spec.quasi_identifiers, observed=True, dropna=False)["dx"].nunique()
+        assert distinct.min() >= l_value
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_cell_suppression_properties(case):
+    df, columns, k, max_sup = case
+    raw = {
+        "release": "prop", "source": {"path": "x.csv"}, "columns": columns,
+        "anonymization": {"method": "global", "k": k, "max_suppression": max_sup, "suppression": "cells"},
+        "publication": {"path": "p.csv"},
+    }
+    spec = spec_from_dict(raw, REPO / "spec.yaml")
+    try:
+        result = anonymize(df, spec)
+    except NoSolution:
+        assert _unreachable(df, spec)
+        return
+    except Exception as exc:
+        assert k > len(df), exc
+        return
+    _check(df, spec, result)
+    stars = sum(int((result.data[c].astype(str) == "*").sum()) for c in spec.generalized_qis)
+    assert stars >= result.record["suppression"]["cells_total"]  # every counted cell is a published '*'
+
+
+def test_empty_table_gives_an_empty_result():
+    df = pd.DataFrame({"age": pd.Series([], dtype="int64"), "zip": pd.Series([], dtype="str"),
+                       "cat": pd.Series([], dtype="str"), "other": pd.Series([], dtype="float64")})
+    columns = {
+        "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [5]}},
+        "zip": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [2]}},
+        "cat": {"role": "quasi"}, "other": {"role": "insensitive"},
+    }
+    r = anonymize(df, _spec(columns, "global", 5, 0.0))
+    assert len(r.data) == 0 and r.suppressed == 0 and r.record["rows_in"] == 0

@@ -31,7 +31,8 @@ def local_suppression(df: pd.DataFrame, qis: Sequence[str], fixed: Sequence[str]
                       ) -> tuple[pd.DataFrame, dict[str, int], np.ndarray]:
     """Suppress cells of ``qis`` until classes over ``qis`` + ``fixed`` satisfy ``policy``.
 
-    Returns the table, the cells suppressed per column, and the mask of rows still failing.
+    Returns the table, the cells suppressed per column in the rows that now pass, and the mask
+    of rows still failing (the caller suppresses those whole).
     ``candidates`` restricts which rows may have cells suppressed (default: any failing row).
     """
     codes: dict[str, np.ndarray] = {}
@@ -69,7 +70,7 @@ def local_suppression(df: pd.DataFrame, qis: Sequence[str], fixed: Sequence[str]
     out = df.copy()
     counts = {}
     for col in qis:
-        mask = suppressed[col]
+        mask = suppressed[col] & ~fail  # rows still failing are suppressed whole by the caller
         counts[col] = int(mask.sum())
         if not mask.any():
             continue
