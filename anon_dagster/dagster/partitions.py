@@ -55,7 +55,10 @@ def rows_in_window(df: pd.DataFrame, column: str, start: datetime, end: datetime
     be placed in a period would otherwise vanish from every release without anyone noticing.
     """
     raw = df[column]
-    dates = pd.to_datetime(raw, errors="coerce", utc=False)
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        dates = raw
+    else:  # text dates: each value parsed on its own, so "2024-01-05" and "2024-01-05 10:00" mix
+        dates = pd.to_datetime(raw, errors="coerce", format="mixed")
     bad = dates.isna() & raw.notna()
     if bad.any():
         example = raw[bad].iloc[0]
