@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
+import multiprocessing
 import os
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from anon_dagster.cli import main
 from anon_dagster.pseudonymize import (
@@ -121,6 +124,7 @@ def rewrite(path, lines):
     ("duplicate", 3, "reordered or duplicated"),
     ("blank", 2, "blank line"),
     ("garbage", 1, "well-formed"),
+    ("respace", 2, "rewritten"),
 ])
 def test_tampering_is_detected_with_the_line(ks, tamper, line, what):
     log = filled_log(ks)
@@ -130,7 +134,7 @@ def test_tampering_is_detected_with_the_line(ks, tamper, line, what):
     elif tamper == "edit_actor_keep_mac":
         e = json.loads(lines[1])
         e["event"]["action"] = "nothing to see"
-        lines[1] = json.dumps(e, sort_keys=True)
+        lines[1] = json.dumps(e, sort_keys=True, ensure_ascii=False)
     elif tamper == "delete":
         del lines[1]
     elif tamper == "reorder":
@@ -143,6 +147,8 @@ def test_tampering_is_detected_with_the_line(ks, tamper, line, what):
         lines.insert(1, "")
     elif tamper == "garbage":
         lines[0] = "{oops"
+    elif tamper == "respace":
+        lines[1] = lines[1].replace(", ", ",  ", 1)
     rewrite(log.path, lines)
     with pytest.raises(AuditTampered, match=what) as err:
         log.verify()
@@ -232,3 +238,48 @@ def test_cli_reidentify_a_table_by_spec(ks, tmp_path, capsys):
 def test_cli_reidentify_requires_actor_and_reason(capsys):
     with pytest.raises(SystemExit):
         main(["reidentify", "--method", "aes_siv", "--purpose", "p", "v1:x"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=st.integers(0, 4), pos=st.integers(0, 10_000), byte=st.integers(1, 255))
+def test_any_changed_byte_is_detected(ks, line, pos, byte):
+    log = AuditLog(ks)
+    if not log.path.exists():
+        filled_log(ks, 5)
+    original = log.path.read_bytes()
+    lines = original.split(b"\n")
+    target = bytearray(lines[line])
+    i = pos % len(target)
+    target[i] = (target[i] + byte) % 256
+    lines[line] = bytes(target)
+    try:
+        log.path.write_bytes(b"\n".join(lines))
+        with pytest.raises(AuditTampered):
+            log.verify()
+    finally:
+        log.path.write_bytes(original)
+    assert log.verify().entries == 5
+
+
+def _append_many(master: str, state: str, worker: int, n: int) -> None:
+    os.environ["ANON_DAGSTER_MASTER_KEY"] = master
+    os.environ["ANON_DAGSTER_KEYSTORE_STATE"] = state
+    from anon_dagster.pseudonymize import AuditLog as Log
+    from anon_dagster.pseudonymize import open_keystore
+    log = Log(open_keystore())
+    for i in range(n):
+        log.append({"action": "test", "worker": worker, "i": i})
+
+
+def test_concurrent_writers_keep_the_chain(master, tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_many, args=(master, str(tmp_path / "state"), w, 15)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    ks = KeyStore(EnvKeyBackend(master), tmp_path / "state")
+    assert verify_audit_log(ks, AuditLog(ks).path).entries == 45
+    seen = {(e["event"]["worker"], e["event"]["i"]) for e in entries(AuditLog(ks).path)}
+    assert len(seen) == 45

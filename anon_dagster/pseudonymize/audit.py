@@ -50,6 +50,11 @@ def _canonical(obj: dict) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+def _line(entry: dict) -> str:
+    """The one form an entry is written in: sorted keys, no escapes beyond JSON's own."""
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False)
+
+
 def _mac(key: bytes, entry: dict) -> str:
     body = {k: entry[k] for k in ("seq", "ts", "prev", "kv", "event")}
     return hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
@@ -100,7 +105,7 @@ class AuditLog:
                 kv = self.keystore.current_version
                 entry = {"seq": seq, "ts": datetime.now(UTC).isoformat(), "prev": prev, "kv": kv, "event": event}
                 entry["mac"] = _mac(self._key(kv), entry)
-                handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+                handle.write(_line(entry) + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
                 self._write_head(seq, entry["mac"], kv)
@@ -157,19 +162,22 @@ def verify_audit_log(keystore: KeyStore, path: str | Path) -> VerifyResult:
 
     prev, count, last_mac = GENESIS, 0, None
     if path.exists():
-        with open(path, encoding="utf-8") as handle:
+        with open(path, "rb") as handle:
             for lineno, raw in enumerate(handle, start=1):
                 if not raw.strip():
                     raise AuditTampered(path, lineno, "blank line (entries are never removed or split)")
                 try:
-                    entry = json.loads(raw)
+                    entry = json.loads(raw.decode("utf-8"))
                     seq, mac, kv = entry["seq"], entry["mac"], int(entry["kv"])
                     _ = entry["ts"], entry["event"], entry["prev"]
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError):  # UnicodeDecodeError is a ValueError
                     raise AuditTampered(path, lineno, "not a well-formed audit entry") from None
                 expected_mac = _mac(key(kv, lineno), entry)
                 if not hmac.compare_digest(str(mac), expected_mac):
                     raise AuditTampered(path, lineno, "MAC does not match: the entry was edited")
+                if raw.rstrip(b"\n") != _line(entry).encode("utf-8"):
+                    # same content, other bytes (spacing, escapes): still not what was written
+                    raise AuditTampered(path, lineno, "the entry was rewritten (its bytes differ from what was written)")
                 if seq != count:
                     what = "deleted or moved" if isinstance(seq, int) and seq > count else "reordered or duplicated"
                     raise AuditTampered(path, lineno, f"sequence {seq} where {count} was expected: entries were {what}")
