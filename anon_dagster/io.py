@@ -37,9 +37,34 @@ def read_table(path: str | Path, separator: str | None = None, fmt: str | None =
             with open(path, encoding="utf-8-sig") as handle:
                 head = handle.readline()
             separator = max((",", ";", "\t"), key=head.count)
-        return pd.read_csv(path, sep=separator, encoding="utf-8-sig")
+        df = pd.read_csv(path, sep=separator, encoding="utf-8-sig", dtype=str, keep_default_na=True)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as {fmt}: {str(exc).splitlines()[0]}") from None
+    for column in df.columns:
+        df[column] = numbers_if_lossless(df[column])
+    return df
+
+
+_LEADING_ZERO = r"^\s*[+-]?0\d"
+
+
+def numbers_if_lossless(column: pd.Series) -> pd.Series:
+    """A csv column as numbers when that loses nothing, else as the strings read.
+
+    Codes such as postal code ``08012`` or province ``08`` keep their leading zeros (reading
+    them as numbers would silently publish ``8012``); a column converts only when every
+    non-missing cell parses as a number and none starts with a zero followed by a digit.
+    Integral columns become int64 (or nullable Int64 when they have missing cells).
+    """
+    present = column.dropna()
+    if present.empty or present.str.contains(_LEADING_ZERO, regex=True).any():
+        return column
+    numbers = pd.to_numeric(column, errors="coerce")
+    if numbers[column.notna()].isna().any():
+        return column
+    if (numbers.dropna() % 1 == 0).all() and not present.str.contains(r"[.eE]", regex=True).any():
+        return numbers.astype("Int64") if numbers.isna().any() else numbers.astype("int64")
+    return numbers
 
 
 def write_table_atomic(df: pd.DataFrame, path: str | Path, mode: int = 0o600) -> Path:

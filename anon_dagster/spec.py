@@ -434,13 +434,48 @@ def _restore_placeholders(value: Any) -> Any:
     return value
 
 
+class _DuplicateKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that records keys given twice in one mapping instead of keeping the last.
+
+    A column declared twice (say once as quasi, once as sensitive) would otherwise silently take
+    the second role.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.duplicates: list[tuple[int, str]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                self.duplicates.append((key_node.start_mark.line + 1, str(key)))
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str, file: str) -> Any:
+    loader = _DuplicateKeyLoader(text)
+    try:
+        data = loader.get_single_data()
+    finally:
+        loader.dispose()
+    if loader.duplicates:
+        raise SpecError([
+            Problem(file, f"line {line}", f"key {_restore_placeholders(key)!r} is given twice in the same mapping (one declaration per key)")
+            for line, key in loader.duplicates
+        ])
+    return data
+
+
 def load_spec(path: str | Path) -> ReleaseSpec:
     """Load and validate a release spec; raise SpecError listing every problem found."""
     path = Path(path)
     file = str(path)
     try:
         text = _protect_placeholders(path.read_text(encoding="utf-8"))
-        raw = _restore_placeholders(yaml.safe_load(text))
+        raw = _restore_placeholders(_load_yaml(text, file))
     except OSError as exc:
         raise SpecError([Problem(file, "", f"cannot read the spec: {exc.strerror}")]) from None
     except yaml.YAMLError as exc:

@@ -378,8 +378,6 @@ def test_design_spec_verbatim_anonymize_partition(tmp_path, capsys, master_key):
     assert (pub_counts <= src_counts.reindex(pub_counts.index)).all()
 
 
-@pytest.mark.xfail(strict=True, reason="io.read_table infers csv dtypes: postal code 08012 is read "
-                   "as 8012 and masked to '80**', province '08' published as 8")
 def test_design_spec_csv_codes_with_leading_zeros_survive(tmp_path, capsys, master_key):
     spec_path = write_design_release(tmp_path, provinces=("28", "08", "41"))
     out = tmp_path / "out" / "2024.parquet"
@@ -532,8 +530,6 @@ def test_the_installed_command_exits_2_without_traceback(tmp_path):
 # ----- known defects, kept as strict expected failures until fixed --------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="yaml.safe_load keeps the last of duplicated keys: a column "
-                   "declared twice (quasi, then sensitive) is silently accepted as sensitive")
 def test_a_column_declared_twice_is_refused(tmp_path, capsys, no_keys):
     spec = small_spec(tmp_path, "twice", "columns:\n  a: {role: quasi}\n  a: {role: sensitive}\n"
                       "  b: {role: quasi}\n  s: {role: sensitive}\n")

@@ -197,3 +197,11 @@ def test_spec_text_example_from_design_loads(tmp_path):
     spec = load_spec(write_spec(tmp_path, text))
     assert spec.hierarchies["age"].n_levels == 5
     assert spec.policy.thresholds.l_entropy == 2
+
+
+def test_a_column_declared_twice_is_refused_naming_it(tmp_path):
+    text = yaml.safe_dump(MINIMAL, sort_keys=False).replace(
+        "  los:\n", "  age:\n    role: sensitive\n  los:\n"
+    )
+    with pytest.raises(SpecError, match=r"'age' is given twice"):
+        load_spec(write_spec(tmp_path, text))
