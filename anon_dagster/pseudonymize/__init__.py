@@ -4,7 +4,7 @@ Public API:
 
 * :func:`open_keystore`, :func:`init_keystore`, :class:`KeyStore` (``derive_key``, ``rotate``,
   ``versions``), backends :class:`FileKeyBackend`, :class:`EnvKeyBackend`,
-  :class:`ExternalKeyBackend` (KMS / Vault interface);
+  :class:`ExternalKeyBackend` (KMS / Vault interface), :class:`VaultTransitBackend`;
 * :func:`pseudonymize` (a table, as its spec declares) → ``(DataFrame, PseudonymizationSummary)``,
   :func:`pseudonymize_values` (one column), :func:`pseudonym_pattern` (regex for data contracts);
 * :func:`reidentify` (AES-SIV and tokens only, logged), :class:`AuditLog`,
@@ -36,6 +36,7 @@ from .table import (
     pseudonymize,
     pseudonymize_values,
 )
+from .vault import VaultTransitBackend
 
 __all__ = [
     "PERSONAL_DATA_NOTICE", "AuditLog", "AuditTampered", "ColumnSummary", "EnvKeyBackend",
@@ -43,5 +44,5 @@ __all__ = [
     "PseudonymizationSummary", "Reversal", "ReversalRefused", "check_location", "hmac_bridge",
     "init_keystore", "normalize_identifiers", "open_keystore", "pseudonym_pattern",
     "pseudonymize", "pseudonymize_values", "reidentify", "rekey_aes_siv", "rekey_token_vault",
-    "verify_audit_log",
+    "VaultTransitBackend", "verify_audit_log",
 ]

@@ -579,6 +579,7 @@ def open_keystore(path: str | Path | None = None, *, passphrase: str | None = No
     """Open the key store the environment (or ``path``) names.
 
     Order: an explicit ``path``; else ``ANON_DAGSTER_MASTER_KEY`` (keys from the environment);
+    else ``ANON_DAGSTER_VAULT_KEY`` (a Vault Transit key, with ``VAULT_ADDR`` and ``VAULT_TOKEN``);
     else ``ANON_DAGSTER_KEYSTORE`` (an encrypted key file, unsealed with
     ``ANON_DAGSTER_KEYSTORE_PASSPHRASE``); else, only with ``dev=True`` or
     ``ANON_DAGSTER_DEV_KEYSTORE=1``, the git-ignored development store
@@ -588,6 +589,10 @@ def open_keystore(path: str | Path | None = None, *, passphrase: str | None = No
     dev = _truthy(os.environ.get(ENV_DEV)) if dev is None else dev
     if path is None and os.environ.get(ENV_MASTER_KEY):
         return KeyStore(EnvKeyBackend(os.environ[ENV_MASTER_KEY]), _state_dir_for_env())
+    if path is None and os.environ.get("ANON_DAGSTER_VAULT_KEY"):
+        from .vault import VaultTransitBackend  # only deployments that use Vault load it
+
+        return KeyStore(VaultTransitBackend.from_env(), _state_dir_for_env())
     path = path if path is not None else os.environ.get(ENV_KEYSTORE) or None
     passphrase = passphrase if passphrase is not None else os.environ.get(ENV_PASSPHRASE)
     if path is None:
