@@ -291,3 +291,31 @@ def test_repo_definitions_load(repo_root, monkeypatch):
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert "hospital_discharges/published" in keys
     assert os.fspath(repo_root) not in repr(sorted(keys))
+
+
+def test_dp_aggregates_release_stops_at_the_population_budget(env):
+    spec_path = write_release(env, name="dp", method="none", k=1, thresholds={"k": 1})
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["publication"] = {
+        "path": "../published/{release}/{partition}.csv", "mode": "aggregates",
+        "epsilon": 1.0, "total_epsilon": 1.5,
+        "aggregates": {"group_by": ["region"], "count": True, "max_contributions": 1,
+                       "person": "pid", "domain": {"region": ["North", "South"]}},
+    }
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    defs = load(env, spec_path)
+    checks = {k.name for k in defs.resolve_asset_graph().asset_check_keys}
+    assert checks == {"epsilon_budget"}
+    instance = DagsterInstance.ephemeral()
+    first = run(defs, "dp", "2023", instance)
+    assert first.success, [e.message for e in first.all_events if e.event_type_value == "STEP_FAILURE"]
+    table = pd.read_csv(env / "published" / "dp" / "2023.csv")
+    assert sorted(table["region"]) == ["North", "South"] and "count" in table.columns
+    assert set(table.columns) == {"region", "count"}  # no row-level column is published
+    # the second year would spend 2.0 of a 1.5 budget: its check fails and nothing is written
+    second = run(defs, "dp", "2024", instance)
+    assert not second.success
+    assert check_evaluations(second)["epsilon_budget"].passed is False
+    assert not (env / "published" / "dp" / "2024.csv").exists()
+    later = run(defs, "dp", "2024", instance, selection=[AssetKey(["dp", "published"])])
+    assert not later.success and not (env / "published" / "dp" / "2024.csv").exists()

@@ -82,6 +82,10 @@ class ReleaseTranslator:
 
     def check_names(self) -> list[tuple[str, str]]:
         """``(check name, severity)`` of every check on the anonymized asset, in order."""
+        if self.spec.publication.mode == "aggregates":
+            # statistics under differential privacy: governed by the population's epsilon
+            # budget; no row is published, so row-level thresholds do not apply
+            return [("epsilon_budget", "error")]
         names = [(policy.THRESHOLD_CHECKS[k][0], "error")
                  for k in self.spec.policy.thresholds.model_dump(exclude_none=True)]
         names += [(f"utility_{q.name}", q.severity) for q in self.spec.utility_queries]
@@ -305,6 +309,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                     outcomes[name] = policy.Outcome(name, False, sev, summary=f"could not be measured: {_describe(exc)}")
         if "composition" in selected:
             outcomes["composition"] = _safe_composition(spec, anonymized, context, partition_of(context))
+        if "epsilon_budget" in selected:
+            outcomes["epsilon_budget"] = _safe_budget(spec, context)
         if "data_contract" in selected:
             try:
                 from .contract import validate_contract
@@ -340,6 +346,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
                   raw: pd.DataFrame) -> MaterializeResult:
         partition = partition_of(context)
+        if spec.publication.mode == "aggregates":
+            return _publish_aggregates(context, spec, t, pseudonymized, partition)
         refusals = _gate_refusals(context, spec, t, anonymized, pseudonymized, raw, partition)
         if refusals:
             raise Failure(
@@ -468,6 +476,66 @@ def _safe_composition(spec: ReleaseSpec, anonymized: pd.DataFrame, context: Any,
         return composition_outcome(spec, anonymized, context.resources.ledger.open(), partition)
     except Exception as exc:  # a composition that cannot be checked fails, never passes
         return policy.Outcome("composition", False, summary=f"could not be checked: {_describe(exc)}")
+
+
+def _safe_budget(spec: ReleaseSpec, context: Any) -> policy.Outcome:
+    """Whether this release's epsilon fits in its population's remaining budget."""
+    from ..release.dp import budget_population, epsilon_spend
+
+    try:
+        eps, total, method, delta = epsilon_spend(spec)
+        state = context.resources.ledger.open().budget(budget_population(spec), epsilon=eps, total=total,
+                                                      composition=method, delta=delta)
+    except Exception as exc:
+        return policy.Outcome("epsilon_budget", False, summary=f"could not be checked: {_describe(exc)}")
+    summary = (f"population {state.population!r}: epsilon {eps:g} brings the budget from "
+               f"{state.composed_before:.4g} to {state.composed_after:.4g} of {total:g} ({method} composition)")
+    return policy.Outcome("epsilon_budget", bool(state.allowed), value=float(state.composed_after),
+                          threshold=float(total), comparison="<=", summary=summary,
+                          details={"composition": _jsonable(state.to_dict())})
+
+
+def _publish_aggregates(context: AssetExecutionContext, spec: ReleaseSpec, t: ReleaseTranslator,
+                        pseudonymized: pd.DataFrame, partition: str | None) -> MaterializeResult:
+    """Publish noisy aggregates: budget checked first, noise drawn once, budget spent with the
+    ledger entry in one transaction, file renamed into place last."""
+    import os
+
+    from ..release import dp_release
+    from ..release.dp import epsilon_spend
+
+    refusals = [f"{r}" for r in _failed_evaluations(context, t, partition)]
+    budget = _safe_budget(spec, context)
+    if budget.blocks:
+        refusals.append(f"epsilon_budget: {budget.summary}")
+    if refusals:
+        raise Failure(description=f"{spec.release} {partition or ''}: publication refused, nothing written: "
+                      + "; ".join(refusals), allow_retries=False)
+    ledger = context.resources.ledger.open()
+    aggregates, dp_info = dp_release(spec, policy.publishable_view(pseudonymized), ledger)
+    target = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
+    stem = target.with_suffix("")
+    report_path = Path(f"{stem}.report.md")
+    inputs = core.report_inputs(
+        spec, partition=partition, data_hash=core.dataset_hash(aggregates.table), dp=dp_info,
+        checks=_outcome_dicts([budget]), published_path=str(target), report_path=str(report_path))
+    aside = target.with_name(f".{target.stem}.pending{target.suffix}")
+    write_table_atomic(aggregates.table, aside, mode=0o644)
+    try:
+        outcome, report = core.record_evaluation(ledger, spec, inputs, rows=len(aggregates.table),
+                                                 report_path=str(report_path), epsilon_spend=epsilon_spend(spec))
+        os.replace(aside, target)
+    except BaseException:
+        aside.unlink(missing_ok=True)
+        raise
+    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
+        write_bytes_atomic(core.render(report, fmt).encode(), Path(f"{stem}.report.{suffix}"), mode=0o644)
+    return MaterializeResult(metadata={
+        "path": MetadataValue.path(str(target)), "cells": len(aggregates.table),
+        "epsilon": float(spec.publication.epsilon or 0), "ledger_entry": outcome.publication_id,
+        "report": MetadataValue.path(str(report_path)),
+        "expected_error": MetadataValue.json(_jsonable(aggregates.measures)),
+    })
 
 
 def _outcome_dicts(outcomes: list[policy.Outcome]) -> list[dict[str, Any]]:
