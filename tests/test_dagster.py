@@ -319,3 +319,32 @@ def test_dp_aggregates_release_stops_at_the_population_budget(env):
     assert not (env / "published" / "dp" / "2024.csv").exists()
     later = run(defs, "dp", "2024", instance, selection=[AssetKey(["dp", "published"])])
     assert not later.success and not (env / "published" / "dp" / "2024.csv").exists()
+
+
+def test_a_second_release_of_the_same_people_is_refused_by_composition(env):
+    # one person alone in (age 30, F, North); each release alone has classes of >= 4 persons
+    data = balanced_rows(2023, ["A10", "B20"])
+    lone = data.index[(data["age"] == 30) & (data["sex"] == "F") & (data["region"] == "North")]
+    data = data.drop(lone[1:]).reset_index(drop=True)
+    by_age = write_release(env, name="by_age", thresholds={"k": 2}, max_suppression=0.0, data=data)
+    by_region = write_release(env, name="by_region", thresholds={"k": 2}, max_suppression=0.0, data=data)
+    for path, other in ((by_age, "region"), (by_region, "age")):  # the QI the other release has
+        spec = yaml.safe_load(path.read_text())
+        spec["columns"][other] = {"role": "insensitive"}
+        spec["composition"] = {"population": "same_people", "person": "pid", "min_k": 2}
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    instance = DagsterInstance.ephemeral()
+    first = run(load(env, by_age), "by_age", "2023", instance)
+    assert first.success, [e.message for e in first.all_events if e.event_type_value == "STEP_FAILURE"]
+    second = run(load(env, by_region), "by_region", "2023", instance)
+    evaluation = check_evaluations(second)["composition"]
+    assert not second.success and evaluation.passed is False
+    assert evaluation.metadata["measured"].value == 1  # the lone person is singled out
+    assert evaluation.metadata["composition"].value["exposed_persons"] >= 1
+    assert not (env / "published" / "by_region" / "2023.parquet").exists()
+    # with min_k 1 the same release is published
+    spec = yaml.safe_load(by_region.read_text())
+    spec["composition"]["min_k"] = 1
+    by_region.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert run(load(env, by_region), "by_region", "2023", instance).success
+    assert (env / "published" / "by_region" / "2023.parquet").exists()
