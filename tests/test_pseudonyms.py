@@ -376,3 +376,32 @@ def test_cli_bridge_rekey_and_reseal_after_rotation(tmp_path, monkeypatch, capsy
     assert main(["keys", "bridge", "--input", str(tmp_path / "raw.csv"), "--column", "nope", "--purpose", "r",
                  "--from-version", "1", "--output", str(tmp_path / "b2.csv")]) == 2
     assert "'nope'" in capsys.readouterr().err and not (tmp_path / "b2.csv").exists()
+
+
+# pieces that normalization folds together: case, composed/decomposed accents, spaces
+_PIECES = st.sampled_from(["a", "A", " ", "é", "É", "e\u0301", "1", "\u00a0", "\t"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.lists(_PIECES, max_size=4).map("".join)), max_size=30),
+       st.sampled_from(["hmac", "aes_siv"]), st.sampled_from(["keep", "upper", "lower"]))
+def test_equal_outputs_exactly_when_normalized_inputs_are_equal(values, method, case):
+    import unicodedata
+    ks = env_keystore()
+    norm = NormalizeSpec(trim=True, case=case, unicode="NFC")
+    out, distinct = pseudonymize_values(pd.Series(values, dtype=object), ks, method=method, normalize=norm)
+
+    def reference(v):  # the documented normalization, written independently
+        if v is None:
+            return None
+        v = unicodedata.normalize("NFC", v.strip())
+        v = v.upper() if case == "upper" else v.lower() if case == "lower" else v
+        return v or None
+
+    expected = [reference(v) for v in values]
+    assert out.isna().tolist() == [e is None for e in expected]
+    for i in range(len(values)):
+        for j in range(len(values)):
+            if expected[i] is not None and expected[j] is not None:
+                assert (out[i] == out[j]) == (expected[i] == expected[j])
+    assert distinct == len({e for e in expected if e is not None})
