@@ -405,3 +405,26 @@ def test_equal_outputs_exactly_when_normalized_inputs_are_equal(values, method, 
             if expected[i] is not None and expected[j] is not None:
                 assert (out[i] == out[j]) == (expected[i] == expected[j])
     assert distinct == len({e for e in expected if e is not None})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=60))
+def test_keying_every_row_or_each_distinct_value_once_agree(values):
+    from anon_dagster.pseudonymize.methods import hmac_column, normalize_identifiers
+    arr = normalize_identifiers(pd.Series(values, dtype=object))
+    key = os.urandom(32)
+    once, d_once = hmac_column(key, arr, "v3:", dedupe=True)
+    every, d_every = hmac_column(key, arr, "v3:", dedupe=False)
+    assert once.to_pylist() == every.to_pylist()
+    assert d_once == d_every
+
+
+def test_deduplication_is_chosen_when_identifiers_repeat():
+    import pyarrow as pa
+
+    from anon_dagster.pseudonymize.methods import repeats_enough_to_deduplicate
+    distinct = pa.array([f"{i:07d}" for i in range(200_000)])
+    five_each = pa.array([f"{i % 40_000:07d}" for i in range(200_000)])
+    assert not repeats_enough_to_deduplicate(distinct, sample=10_000)
+    assert repeats_enough_to_deduplicate(five_each, sample=10_000)
+    assert repeats_enough_to_deduplicate(pa.array(["a", "a", None]))  # small: always exact

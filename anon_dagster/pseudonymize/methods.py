@@ -221,20 +221,64 @@ def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Arr
     return _rows_to_strings(rows, np.arange(n), np.ones(n, dtype=bool))
 
 
-def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "") -> tuple[pa.Array, int]:
-    """HMAC pseudonyms of a normalized column (null stays null), keyed once per distinct value.
+DEDUPE_SAMPLE = 20_000
+DEDUPE_MIN_MULTIPLICITY = 1.5
 
-    The output is assembled in one fixed-width pass (numpy gather), not string by string.
+
+def repeats_enough_to_deduplicate(normalized: pa.Array, sample: int = DEDUPE_SAMPLE) -> bool:
+    """Whether identifiers repeat enough that keying each distinct value once is cheaper.
+
+    Deduplicating (a hash table over the column) costs about a third of keying every row; it
+    pays when the mean number of rows per identifier ``r`` exceeds about 1.5. ``r`` is
+    estimated from a fixed-seed sample of ``m`` rows out of ``n`` (fraction ``f = m/n``): an
+    identifier with ``r`` rows leaves about ``(r-1) f / 2`` duplicates per sampled row, so
+    ``r ≈ 1 + 2 d / f`` with ``d`` the sample's duplicate share. Only speed depends on it,
+    never the pseudonyms.
     """
-    encoded = normalized.dictionary_encode()
-    distinct = encoded.dictionary.cast(pa.large_binary()).to_pylist()
-    if not distinct:
+    n = len(normalized)
+    if n <= sample:
+        return True
+    idx = np.sort(np.random.default_rng(0).choice(n, size=sample, replace=False))
+    values = [v for v in normalized.take(pa.array(idx)).to_pylist() if v is not None]
+    if not values:
+        return True
+    d = 1 - len(set(values)) / len(values)
+    return 1 + 2 * d * n / sample >= DEDUPE_MIN_MULTIPLICITY
+
+
+def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "",
+                dedupe: bool | None = None) -> tuple[pa.Array, int]:
+    """HMAC pseudonyms of a normalized column (null stays null) and its number of distinct values.
+
+    Repeated identifiers are keyed once (``dedupe``; default: decided by
+    :func:`repeats_enough_to_deduplicate`); otherwise every row is keyed and the distinct count
+    is taken from the digests. The output is assembled in one fixed-width numpy pass.
+    """
+    if dedupe is None:
+        dedupe = repeats_enough_to_deduplicate(normalized)
+    if dedupe:
+        encoded = normalized.dictionary_encode()
+        distinct = encoded.dictionary.cast(pa.large_binary()).to_pylist()
+        if not distinct:
+            return pa.nulls(len(normalized), type=pa.large_string()), 0
+        rows = _hex_rows(hmac_concat(key, distinct), prefix)
+        indices = encoded.indices
+        valid = indices.is_valid().to_numpy(zero_copy_only=False)
+        codes = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+        return _rows_to_strings(rows, codes, valid), len(distinct)
+    present = normalized.drop_null()
+    if len(present) == 0:
         return pa.nulls(len(normalized), type=pa.large_string()), 0
-    rows = _hex_rows(hmac_concat(key, distinct), prefix)
-    indices = encoded.indices
-    valid = indices.is_valid().to_numpy(zero_copy_only=False)
-    codes = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
-    return _rows_to_strings(rows, codes, valid), len(distinct)
+    raw = hmac_concat(key, present.cast(pa.large_binary()).to_pylist())
+    rows = _hex_rows(raw, prefix)
+    # distinct identifiers = distinct digests; 64 of their bits suffice to count them, and a
+    # sort (SIMD) then counting changes is far cheaper than np.unique's hash table
+    heads = np.frombuffer(raw, dtype=np.uint64)[::4].copy()
+    heads.sort()
+    distinct = 1 + int(np.count_nonzero(heads[1:] != heads[:-1]))
+    valid = normalized.is_valid().to_numpy(zero_copy_only=False)
+    codes = np.cumsum(valid, dtype=np.intp) - 1  # the k-th present row takes digest k
+    return _rows_to_strings(rows, codes, valid), distinct
 
 
 def _b64url_array(raw: list[bytes]) -> pa.Array:
