@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from anon_dagster.anonymize import Policy, anonymize, local_suppression
 from anon_dagster.spec import spec_from_dict
@@ -57,3 +58,26 @@ def test_anonymize_with_cell_suppression_keeps_rows():
     # zip is less important than age: suppressed first (age only where zip alone did not do)
     assert cells["zip"] >= cells["age"] and cells["zip"] > 0
     assert (r.data["zip"].astype(str) == "*").sum() == cells["zip"]
+
+
+def test_record_breaks_cell_suppression_down_by_partition_key():
+    df = pd.DataFrame({"age": [20, 21, 22, 23, 60, 24, 25, 26], "p": ["A"] * 5 + ["B"] * 3})
+    raw = {
+        "release": "c", "source": {"path": "x.csv"},
+        "columns": {"age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10]}},
+                    "p": {"role": "quasi", "partition_key": True}},
+        "anonymization": {"method": "global", "k": 2, "max_suppression": 0.2, "suppression": "cells"},
+        "publication": {"path": "p.csv"},
+    }
+    r = anonymize(df, spec_from_dict(raw, REPO / "s.yaml"))
+    # level 1 (20-29) leaves age 60 alone in A: its age cell becomes '*', joined by nobody ->
+    # still alone, so the row goes whole; nothing else is touched
+    assert r.record["levels"] == {"age": 1}
+    assert r.suppressed == 1 and r.record["cell_suppression"]["rows_with_cells_suppressed"] == 0
+    df2 = pd.concat([df, pd.DataFrame({"age": [70], "p": ["A"]})], ignore_index=True)
+    raw["anonymization"]["max_suppression"] = 0.25  # the search's budget: 2 rows may need treatment
+    r2 = anonymize(df2, spec_from_dict(raw, REPO / "s.yaml"))
+    # 60 and 70 in A: each alone at level 1, together as ('*', A)
+    assert r2.suppressed == 0 and r2.record["suppression"]["cells"] == {"age": 2}
+    assert r2.record["cell_suppression"]["by_partition_key"] == [{"p": "A", "suppressed": 2, "rows": 6,
+                                                                  "share": pytest.approx(2 / 6, abs=1e-6)}]

@@ -159,11 +159,22 @@ def _global(work, spec, policy, sens_codes, progress):
     fail, _ = failing_rows(policy, row_class, sizes, sens_codes)
     full = apply_levels(work, spec.hierarchies, levels, coded)
     cells: dict[str, int] = {}
+    info: dict[str, Any] = {"levels": levels, "search": search.to_dict()}
     if spec.anonymization.suppression == "cells" and fail.any():
         importance = {c: spec.columns[c].importance for c in gen}
+        before = full
         full, cells, fail = local_suppression(full, gen, pks, importance, policy, sens_codes,
                                               candidates=fail)
-    info = {"levels": levels, "search": search.to_dict()}
+        touched = np.zeros(len(full), dtype=bool)
+        for c in gen:
+            touched |= (full[c].astype(str).to_numpy() == "*") & (before[c].astype(str).to_numpy() != "*")
+        touched &= ~fail
+        info["cell_suppression"] = {
+            "rows_with_cells_suppressed": int(touched.sum()),
+            "by_partition_key": breakdown(work, touched, pks),
+            "by_query": {q.name: breakdown(work, touched, [c for c in q.group_by if c in work.columns])
+                         for q in spec.utility_queries},
+        }
     return full, fail, cells, search, info
 
 
