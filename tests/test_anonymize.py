@@ -306,3 +306,40 @@ def test_cli_partition_selects_the_time_window(tmp_path):
     data = pd.read_csv(out)
     assert len(data) == 6 and data["day"].str.startswith("2024").all()
     assert data["age"].tolist() == ["30-39"] * 6
+
+
+def _pseudonym_case(tmp_path: Path) -> Path:
+    spec_path = _write_cli_case(tmp_path)
+    raw = yaml.safe_load(spec_path.read_text())
+    raw["columns"]["name"] = {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "t"}}
+    spec_path.write_text(yaml.safe_dump(raw))
+    return spec_path
+
+
+def test_cli_pseudonymizes_with_the_key_from_the_environment(tmp_path, monkeypatch, capsys):
+    import base64
+
+    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_DEV_KEYSTORE"):
+        monkeypatch.delenv(var, raising=False)
+    key = base64.b64encode(bytes(range(32))).decode()
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", key)
+    spec = _pseudonym_case(tmp_path)
+    out = tmp_path / "anon.csv"
+    assert main(["anonymize", str(spec), "--output", str(out)]) == 0
+    data = pd.read_csv(out)
+    names = pd.read_csv(tmp_path / "data.csv")["name"]
+    assert "name" in data.columns and not data["name"].isin(names).any()
+    assert data["name"].is_unique  # one pseudonym per person
+    text = out.read_text() + (tmp_path / "anon.csv.transformations.json").read_text() + capsys.readouterr().out
+    assert key not in text
+
+
+def test_cli_without_a_key_store_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_DEV_KEYSTORE",
+                "ANON_DAGSTER_MASTER_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    spec = _pseudonym_case(tmp_path)
+    out = tmp_path / "anon.csv"
+    assert main(["anonymize", str(spec), "--output", str(out)]) == 2
+    assert "key store" in capsys.readouterr().err
+    assert not out.exists()
