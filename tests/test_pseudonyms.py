@@ -428,3 +428,15 @@ def test_deduplication_is_chosen_when_identifiers_repeat():
     assert not repeats_enough_to_deduplicate(distinct, sample=10_000)
     assert repeats_enough_to_deduplicate(five_each, sample=10_000)
     assert repeats_enough_to_deduplicate(pa.array(["a", "a", None]))  # small: always exact
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=60))
+def test_aes_siv_every_row_or_each_distinct_value_once_agree(values):
+    from anon_dagster.pseudonymize.methods import normalize_identifiers, siv_column
+    arr = normalize_identifiers(pd.Series(values, dtype=object))
+    key = os.urandom(64)
+    once, d_once = siv_column(key, "p", arr, "v1:", dedupe=True)
+    every, d_every = siv_column(key, "p", arr, "v1:", dedupe=False)
+    assert once.to_pylist() == every.to_pylist()
+    assert d_once == d_every

@@ -23,7 +23,7 @@ from .methods import (
     hmac_column,
     normalize_identifiers,
     pseudonym_pattern,
-    siv_pseudonyms,
+    siv_column,
     to_pandas_strings,
 )
 from .tokens import token_pseudonyms
@@ -94,15 +94,11 @@ def pseudonymize_values(
     version = keystore.current_version if key_version is None else key_version
     prefix = f"v{version}:" if prefix_version else ""
     if method == "hmac":
-        key = keystore.pseudonym_key("hmac", purpose, version)
-        result, distinct = hmac_column(key, arr, prefix)
-    else:
-        if method == "aes_siv":
-            key = keystore.pseudonym_key("aes_siv", purpose, version)
-            compute = lambda values: siv_pseudonyms(key, purpose, values, prefix)  # noqa: E731
-        else:
-            compute = lambda values: token_pseudonyms(keystore, purpose, values)  # noqa: E731
-        result, distinct = apply_to_distinct(arr, compute)
+        result, distinct = hmac_column(keystore.pseudonym_key("hmac", purpose, version), arr, prefix)
+    elif method == "aes_siv":
+        result, distinct = siv_column(keystore.pseudonym_key("aes_siv", purpose, version), purpose, arr, prefix)
+    else:  # the vault maps each distinct value once
+        result, distinct = apply_to_distinct(arr, lambda values: token_pseudonyms(keystore, purpose, values))
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     return to_pandas_strings(result, index), distinct
