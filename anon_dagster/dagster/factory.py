@@ -364,7 +364,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         })
 
     assets_defs = [raw, pseudonymized, anonymized, published]
-    job = define_asset_job(t.job_name, selection=AssetSelection.groups(t.group), partitions_def=pdef,
+    job = define_asset_job(t.job_name, selection=AssetSelection.groups(t.group),
                            description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
     schedule = (build_schedule_from_partitioned_job(job, name=t.schedule_name)
                 if pdef is not None else None)
