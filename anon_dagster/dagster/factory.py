@@ -108,7 +108,7 @@ class ReleaseDefinitions:
     partitions_def: PartitionsDefinition | None
 
 
-# ----- helpers shared by the assets ---------------------------------------------------------
+# ----- shared by the assets and checks ---------------------------------------------------------
 
 
 def partition_of(context: AssetExecutionContext | AssetCheckExecutionContext) -> str | None:
