@@ -341,3 +341,13 @@ def test_utility_queries_in_measure_risk():
     entry = m.to_dict()["utility_queries"]["by_p"]
     assert entry["max_error_points"] == pytest.approx(50.0)
     assert entry["max_error_points_allowed"] == 5
+
+
+def test_population_typed_differently_matches_by_label():
+    sample = pd.DataFrame({"age": [30, 30, 41], "sex": ["F", "F", "M"]})
+    population = pd.DataFrame({"age": ["30", "41", "30", "52"], "sex": ["F", "M", "F", "F"], "n": [3, 5, 1, 9]})
+    m = measure_risk(sample, ["age", "sex"], population=population, count_column="n", uniqueness=False)
+    assert m.journalist_max == pytest.approx(1 / 4)  # (30, F): 3 + 1 people
+    floats = population.assign(age=[30.0, 41.0, 30.0, np.nan])
+    m2 = measure_risk(sample, ["age", "sex"], population=floats, count_column="n", uniqueness=False)
+    assert m2.marketer == pytest.approx((2 / 4 + 1 / 5) / 3)

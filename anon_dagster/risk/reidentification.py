@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DataError
+from ..hierarchies import _as_label
 from .classes import EquivalenceClasses, combine_codes
 
 
@@ -112,6 +113,15 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
 def _lookup(values: pd.Series, uniques: pd.Index) -> np.ndarray:
     """Position of each value in ``uniques`` (-1 when absent), by Arrow's hash lookup when both
     sides are Arrow-backed strings, else by a pandas index lookup."""
+    numeric = pd.api.types.is_numeric_dtype
+    if numeric(values.dtype) != numeric(uniques.dtype):
+        # one table typed the column as numbers, the other as text (a csv against a parquet
+        # file): compare the labels, 30 and 30.0 both reading "30"
+        codes, distinct = pd.factorize(values, use_na_sentinel=True)
+        mine = pd.Index([_as_label(v) for v in distinct])
+        theirs = pd.Index([_as_label(v) for v in uniques])
+        found = theirs.get_indexer(mine)
+        return np.where(codes < 0, -1, found[codes]) if len(found) else np.full(len(codes), -1)
     left, right = _arrow(values), _arrow(uniques)
     if left is not None and right is not None and left.type == right.type:
         found = pc.index_in(left, value_set=right)
