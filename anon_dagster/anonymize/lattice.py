@@ -171,6 +171,7 @@ class Lattice:
         self.mono = policy.monotone(self.suppression)
         self.checked = 0
         self.infos: dict[int, NodeInfo] = {}
+        self._step_cost: list[np.ndarray] | None = None
         self._cache: dict[int, _State] = {}
         self._radix = np.cumprod(self.dims[::-1])[::-1]
         self._radix = np.append(self._radix[1:], 1)
@@ -360,11 +361,12 @@ class Lattice:
         top = [int(d) - 1 for d in self.dims]
         radix = [int(r) for r in self._radix]
         chain = [idx]
+        steps = self._step_cost
         while True:
-            best_j, best_rel = -1, 2.0
+            best_j, best_rel = -1, math.inf
             for j in range(self.q):
                 if cur[j] < top[j]:
-                    rel = cur[j] / top[j]
+                    rel = steps[j][cur[j]] if steps is not None else cur[j] / top[j]
                     if rel < best_rel:
                         best_j, best_rel = j, rel
             if best_j < 0:
@@ -385,7 +387,7 @@ class Lattice:
                 elif s == PASS:
                     hi = min(hi, i)
                     break
-            while lo < hi and self.status[idx] == UNKNOWN:
+            while lo < hi:
                 mid = (lo + hi) // 2
                 c = chain[mid]
                 ok = self.status[c] == PASS if self.status[c] != UNKNOWN else self.check_monotone(c)
@@ -404,6 +406,9 @@ class Lattice:
         separable = self.metric in SEPARABLE
         if separable:
             per_qi = separable_bounds(self.qis, self.metric, self.n_rows)
+            # chains follow the cheapest way up, where the bound (and the search) goes
+            self._step_cost = [np.diff(p) if g else np.full(max(len(p) - 1, 0), np.inf)
+                               for p, g in zip(per_qi, self.generalized, strict=True)]
             bound = np.zeros(self.size)
             for j in range(self.q):
                 if self.generalized[j]:
