@@ -105,7 +105,7 @@ def write_spec(tmp_path, extra_policy=""):
         anonymization: {{method: none}}
         policy:
           population: {{path: ../data/pop.csv, count_column: n}}
-          thresholds: {{k: 2}}
+          thresholds: {{k: 2, journalist_max: 0.4}}
           {extra_policy}
         publication: {{path: ../out/{{release}}.parquet}}
     """))
@@ -126,6 +126,12 @@ def test_config_form_takes_everything_from_the_spec(capsys, tmp_path):
     assert d["t_closeness_distance"] == "ordered_emd"
     assert d["t_closeness"] == pytest.approx(0.25)
     assert d["sampling_fraction"] == pytest.approx(0.4)  # 4 rows of 10 people
+    assert d["policy_thresholds"] == [
+        {"threshold": "k", "value": 2, "comparison": ">=", "limit": 2, "passed": True},
+        {"threshold": "journalist_max", "value": 0.5, "comparison": "<=", "limit": 0.4, "passed": False},
+    ]
+    code, out, err = run(capsys, "risk", "--config", spec)
+    assert code == 0 and "journalist_max" in out and "FAIL" in out
 
 
 def test_config_form_rejects_text_under_an_interval_hierarchy(capsys, tmp_path):

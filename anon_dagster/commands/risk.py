@@ -141,12 +141,50 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--count-column needs --population")
     if len(kwargs["df"]) == 0:
         raise DataError(f"{source}: the table is empty: there are no rows to measure")
+    thresholds = kwargs.pop("_thresholds", None)
     measures = measure_risk(**kwargs)
+    out = measures.to_dict()
+    if thresholds is not None:
+        out["policy_thresholds"] = policy_verdicts(out, thresholds)
     if args.json:
-        print(json.dumps(measures.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print(render(measures, source))
+        if thresholds is not None:
+            print(render_verdicts(out["policy_thresholds"]))
     return 0
+
+
+# threshold key -> comparison: lower bounds (at least) and upper bounds (at most)
+_AT_LEAST = ("k", "l_distinct", "l_entropy")
+
+
+def policy_verdicts(measured: dict[str, Any], thresholds: dict[str, Any]) -> list[dict[str, Any]]:
+    """One verdict per declared threshold of a spec's policy (None value: not measurable)."""
+    verdicts = []
+    for key, limit in thresholds.items():
+        if key == "recursive_cl":
+            value = measured.get("l_recursive")
+            ok = value is not None and value >= limit["l"]
+            verdicts.append({"threshold": key, "value": value, "comparison": f">= l at c={limit['c']:g}",
+                             "limit": limit["l"], "passed": ok})
+            continue
+        value = measured.get(key)
+        if isinstance(value, dict):  # population uniqueness: judge the most pessimistic model
+            value = value.get("max")
+        comparison = ">=" if key in _AT_LEAST else "<="
+        ok = value is not None and (value >= limit if comparison == ">=" else value <= limit)
+        verdicts.append({"threshold": key, "value": value, "comparison": comparison,
+                         "limit": limit, "passed": ok})
+    return verdicts
+
+
+def render_verdicts(verdicts: list[dict[str, Any]]) -> str:
+    lines = ["  policy thresholds (declared in the spec):"]
+    for v in verdicts:
+        state = "pass" if v["passed"] else ("not measured" if v["value"] is None else "FAIL")
+        lines.append(f"    {v['threshold']:<22}{_fmt(v['value']):>10} {v['comparison']} {_fmt(v['limit']):<8} {state}")
+    return "\n".join(lines)
 
 
 def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -203,6 +241,7 @@ def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         if trees:
             kwargs["sensitive_hierarchy"] = trees
     thresholds = policy.thresholds
+    kwargs["_thresholds"] = thresholds.model_dump(exclude_none=True)
     if thresholds.recursive_cl is not None:
         kwargs["recursive_c"] = thresholds.recursive_cl.c
     if thresholds.prosecutor_max is not None:
