@@ -15,7 +15,8 @@ How the search stays fast:
 - **Predictive tagging.** For the monotone part of the policy (see
   :mod:`anon_dagster.anonymize.criteria`), a node that satisfies tags every generalization as
   satisfying, one that fails tags every specialization as failing. An unknown node is resolved by
-  a binary search along a chain from it to the top (Flash), so each check tags whole regions.
+  a binary search along a chain from it to the top (Flash), carried to the chain's boundary, so
+  each check tags whole regions. The chain climbs the QI whose next level adds least to the bound.
 - **Best-first with a bound.** ``loss`` and ``entropy`` without suppression are sums over QIs of
   per-level totals, known for every node before any check, and a lower bound of the metric with
   suppression. Nodes are visited in increasing bound; the search stops once the bound reaches the
@@ -356,7 +357,8 @@ class Lattice:
 
     # ----- search ------------------------------------------------------------------------------
     def _chain(self, idx: int) -> list[int]:
-        """Nodes from ``idx`` to the top, raising the relatively lowest QI one level each step."""
+        """Nodes from ``idx`` to the top, one level on one QI per step: the QI whose next level adds
+        least to the bound (separable metrics), else the relatively lowest QI."""
         cur = [int(v) for v in self.nodes[idx]]
         top = [int(d) - 1 for d in self.dims]
         radix = [int(r) for r in self._radix]
