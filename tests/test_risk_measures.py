@@ -351,3 +351,43 @@ def test_population_typed_differently_matches_by_label():
     floats = population.assign(age=[30.0, 41.0, 30.0, np.nan])
     m2 = measure_risk(sample, ["age", "sex"], population=floats, count_column="n", uniqueness=False)
     assert m2.marketer == pytest.approx((2 / 4 + 1 / 5) / 3)
+
+
+def test_population_qis_subset_and_lenient_population():
+    sample = pd.DataFrame({"age": [30, 30, 41], "day": ["mon", "tue", "mon"]})
+    register = pd.DataFrame({"age": [30, 30, 30, 41, 41]})
+    with pytest.raises(DataError, match="'day'"):
+        measure_risk(sample, ["age", "day"], population=register)
+    m = measure_risk(sample, ["age", "day"], population=register, population_qis=["age"], uniqueness=False)
+    # F over age only: 30 -> 3, 41 -> 2 (coarser classes: the figure understates)
+    assert m.journalist_max == pytest.approx(1 / 2)
+    assert m.marketer == pytest.approx((1 / 3 + 1 / 3 + 1 / 2) / 3)
+    assert m.extras["population_qis"] == ["age"]
+    events = pd.DataFrame({"age": [30, 30, 30]})  # three admissions, two people
+    with pytest.raises(DataError, match="events"):
+        measure_risk(events, ["age"], population=pd.DataFrame({"age": [30, 30]}))
+    lenient = measure_risk(events, ["age"], population=pd.DataFrame({"age": [30, 30]}),
+                           strict_population=False, uniqueness=False)
+    assert lenient.journalist_max == pytest.approx(1 / 3)
+
+
+def test_population_join_with_categorical_and_arrow_columns():
+    sample = pd.DataFrame({"a": pd.Categorical(["x", "x", "y"]), "b": [1, 1, 2]})
+    population = pd.DataFrame({"a": pd.array(["x", "y", "x", "z"], dtype=pd.ArrowDtype(pa.string())),
+                               "b": [1, 2, 1, 3]})
+    m = measure_risk(sample, ["a", "b"], population=population, uniqueness=False)
+    # (x, 1): 2 people for 2 rows, (y, 2): 1 person for 1 row
+    assert m.journalist_max == pytest.approx(1.0) and m.extras["k_map"] == 1
+    assert m.marketer == pytest.approx((2 / 2 + 1 / 1) / 3)
+
+
+def test_delta_presence_and_attribute_disclosure_are_reported():
+    population = pd.DataFrame({"a": ["x"] * 4 + ["y"] * 4})
+    subset = pd.DataFrame({"a": ["x", "x", "y"], "s": ["p", "q", "p"]})
+    m = measure_risk(subset, ["a"], "s", population=population, presence=True, uniqueness=False)
+    d = m.to_dict()
+    assert d["delta_presence"]["delta_max"] == pytest.approx(0.5)
+    assert d["delta_presence"]["delta_min"] == pytest.approx(0.25)
+    # p = (2/3, 1/3); class x: (1/2, 1/2): |log2(.5/(1/3))| = 0.585 ; class y: log2(1/(2/3)) = 0.585
+    assert d["delta_disclosure"] == pytest.approx(math.log2(1.5))
+    assert d["beta_likeness"] == pytest.approx(0.5)  # (1/2 - 1/3) / (1/3)

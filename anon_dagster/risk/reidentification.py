@@ -105,7 +105,8 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
         raise DataError(
             f"{source}: the sample class {_describe(keys, qis, c)} has {int(classes.sizes[c])} "
             f"rows but the population only {F[c]:g} people: the sample is not drawn from this "
-            "population"
+            "population, or its rows are events (several per person: strict_population=False, "
+            "--lenient-population, counts such a class as its own rows)"
         )
     return F
 
