@@ -24,6 +24,7 @@ class PartitionOutcome:
     rows_in: int | None = None
     rows_published: int | None = None
     failed_checks: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
     failed_steps: list[str] = field(default_factory=list)
     published: Path | None = None
     report: Path | None = None
@@ -56,6 +57,8 @@ def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterI
                 evaluation = event.event_specific_data
                 if not evaluation.passed:
                     out.failed_checks.append(evaluation.check_name)
+                    if evaluation.description:
+                        out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
             elif event.event_type_value == "STEP_FAILURE":
                 out.failed_steps.append(event.step_key)
             elif event.event_type_value == "ASSET_MATERIALIZATION":

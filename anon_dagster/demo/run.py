@@ -102,6 +102,8 @@ def _run_demo(spec: Path) -> int:
                 elif out.failed_checks:
                     print(f"{where}: {rows}, REFUSED by {', '.join(sorted(set(out.failed_checks)))}"
                           f"  (report {_show(out.report)})")
+                    for reason in dict.fromkeys(out.reasons):
+                        print(f"    {reason.splitlines()[0]}")
                 else:
                     status = 1
                     print(f"{where}: {rows}, FAILED in {', '.join(out.failed_steps) or 'the run'} "
