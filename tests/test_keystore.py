@@ -370,3 +370,14 @@ def test_a_stale_rotation_is_refused(store_path):
     again = open_keystore(store_path, passphrase=PASS)
     assert again.derive_key("x", 2) == first.derive_key("x", 2)
     assert not [p for p in store_path.parent.iterdir() if p.name.endswith(".new")]
+
+
+def test_dev_store_of_a_checkout_under_a_data_named_folder_is_allowed(tmp_path):
+    repo = tmp_path / "data" / "src" / "project"
+    (repo / ".git").mkdir(parents=True)
+    dev_file = repo / ".anon_dagster" / "dev-keystore" / "keystore.json"
+    check_location(dev_file, dev=True)  # the repository sits in a folder named data: not its data
+    with pytest.raises(SecretError, match="data or publication folder"):
+        check_location(repo / "data" / "keystore.json", dev=True)  # the project's own data folder
+    with pytest.raises(SecretError):
+        check_location(dev_file)  # without the development switch the repository rule applies

@@ -284,21 +284,27 @@ def check_location(path: str | Path, dev: bool = False) -> None:
     The rule: no folder containing the key file (its own folder included) may be a git
     repository (hold ``.git``), be named like a data or publication folder
     (:data:`FORBIDDEN_FOLDER_NAMES`, case-insensitive), or be ``$DAGSTER_HOME`` (where Dagster
-    keeps run storage and materialized data). ``dev=True`` waives the repository rule only, for
-    the git-ignored development store ``.anon_dagster/dev-keystore``; it warns.
+    keeps run storage and materialized data). ``dev=True`` is for the git-ignored development
+    store ``.anon_dagster/dev-keystore``: it waives the repository rule, and checks folder names
+    only inside the repository (a checkout under, say, ``/data/src/`` is not a data folder of the
+    project's own); it warns.
     """
     file = Path(path).expanduser().resolve()
     dagster_home = os.environ.get("DAGSTER_HOME")
     home = Path(dagster_home).expanduser().resolve() if dagster_home else None
+    inside_repo = True
     for folder in file.parents:
-        if folder.name.lower() in FORBIDDEN_FOLDER_NAMES:
+        if folder.name.lower() in FORBIDDEN_FOLDER_NAMES and (inside_repo or not dev):
             raise SecretError(
                 f"{file}: refused: the key store is inside {folder}, a data or publication folder; "
                 "keep keys apart from the data they protect (another place, other access control)"
             )
         if home is not None and folder == home:
             raise SecretError(f"{file}: refused: the key store is inside DAGSTER_HOME ({home}), where run data is stored")
-        if (folder / ".git").exists() and not dev:
+        if (folder / ".git").exists():
+            inside_repo = False  # folders from here up hold the repository, not its data
+            if dev:
+                continue
             raise SecretError(
                 f"{file}: refused: the key store is inside the repository {folder}; put it outside "
                 f"(e.g. ~/.config/anon_dagster/keystore.json), or set {ENV_DEV}=1 for the development store"
