@@ -255,6 +255,8 @@ def test_cli_writes_output_and_record(tmp_path, capsys, method, suffix):
     assert main(["anonymize", str(spec), "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "k reached" in printed and "suppressed:" in printed and "dx_by_region" in printed
+    if method == "global":
+        assert "lattice nodes checked" in printed
     record = json.loads((tmp_path / "out" / f"anon{suffix}.transformations.json").read_text())
     data = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
     assert "name" not in data.columns  # an identifier without a method is dropped
