@@ -173,6 +173,7 @@ class Lattice:
         self.checked = 0
         self.infos: dict[int, NodeInfo] = {}
         self._step_cost: list[np.ndarray] | None = None
+        self._query_cache: dict[tuple[int, ...], float] = {}
         self._cache: dict[int, _State] = {}
         self._radix = np.cumprod(self.dims[::-1])[::-1]
         self._radix = np.append(self._radix[1:], 1)
@@ -344,8 +345,18 @@ class Lattice:
         return inverse[self.bottom_row_class], st
 
     def query_error(self, idx: int, failing: np.ndarray) -> float:
+        """The utility query's error at node ``idx`` whose failing classes are suppressed."""
         assert self.query is not None
         levels = self.nodes[idx]
+        group_levels = tuple(int(levels[j]) for j in self.query.group_qi)
+        if not failing.any():
+            # nothing suppressed: the error depends only on the group-by QIs' levels
+            if group_levels not in self._query_cache:
+                orig = [self.qis[j].codes for j in self.query.group_qi] + list(self.query.group_fixed)
+                pub = [self.qis[j].row_codes(lv) for j, lv in zip(self.query.group_qi, group_levels, strict=True)]
+                self._query_cache[group_levels] = query_error(
+                    orig, pub + list(self.query.group_fixed), self.query.target)[0]
+            return self._query_cache[group_levels]
         rc, st = self.row_class(idx)
         # failing was computed on the state from the cache; recompute on this state to align ids
         _, failing2, _ = self._verdict(st, self.policy)
@@ -418,6 +429,12 @@ class Lattice:
             if self.metric == "loss":
                 bound /= self.n_rows * self.n_gen
             order = np.lexsort((self.height, bound))
+        elif self.query is not None:
+            # nodes that keep the query's group-by QIs finest first: an exact answer (error 0,
+            # the least possible) is then found early and ends the search
+            bound = None
+            group_height = self.nodes[:, self.query.group_qi].sum(axis=1) if self.query.group_qi else self.height * 0
+            order = np.lexsort((self.height, group_height))
         else:
             bound = None
             order = np.argsort(self.height, kind="stable")
@@ -426,6 +443,8 @@ class Lattice:
         best_idx, best_loss = -1, math.inf
         for step, idx in enumerate(order):
             if bound is not None and bound[idx] >= best_loss - 1e-12:
+                break
+            if best_loss <= 0.0:  # every metric is >= 0: nothing can do better
                 break
             if progress is not None and step % 256 == 0:
                 progress(step, self.size)
