@@ -96,3 +96,21 @@ def test_every_class_meets_k_on_many_dimensions():
     assert out.groupby(list(out.columns)).size().min() >= 7
     assert r.class_sizes.sum() == n and r.class_sizes.min() >= 7
     assert r.n_classes > n / 30  # it does cut: classes stay small
+
+
+def test_adult_labels_cover_each_rows_value_along_the_hierarchy(adult_dir):
+    df = pd.read_csv(adult_dir / "adult.csv", sep=";")
+    qis = ["age", "education", "marital-status", "occupation", "native-country"]
+    hier = {c: TableHierarchy.from_csv(c, adult_dir / f"adult_hierarchy_{c}.csv") for c in qis}
+    r = mondrian([(df[c], hier[c]) for c in qis], Policy(k=5))
+    out = pd.DataFrame({c: pd.Series(r.columns[c]).astype(str) for c in qis})
+    assert out.groupby(qis).size().min() >= 5 and r.class_sizes.sum() == len(df)
+    for c in qis[1:]:
+        table = hier[c].table(pd.unique(df[c]))
+        ancestors = {row[0]: set(row) for row in table}
+        for value, label in set(zip(df[c], out[c], strict=True)):
+            members = label[1:-1].split(", ") if label.startswith("{") else [label]
+            assert any(m in ancestors[value] for m in members), (c, value, label)
+    lo = out["age"].str.split("-").str[0].astype(int)
+    hi = out["age"].str.split("-").str[-1].astype(int)
+    assert ((lo <= df["age"]) & (df["age"] <= hi)).all()
