@@ -35,10 +35,18 @@ def run_demo(spec: str | Path = DEMO_SPEC) -> int:
     step that fails for another reason (bad data, key store) makes the exit status 1. The
     environment variables it sets for the runs are restored afterwards.
     """
+    import logging
+    import warnings
+
     saved = {v: os.environ.get(v) for v in ("DAGSTER_HOME", "ANON_DAGSTER_DEV_KEYSTORE")}
+    keystore_log = logging.getLogger("anon_dagster.pseudonymize.keystore")
+    saved_level = keystore_log.level
     try:
-        return _run_demo(Path(spec))
+        # warning filters and log levels set for the demo's output are undone afterwards
+        with warnings.catch_warnings():
+            return _run_demo(Path(spec))
     finally:
+        keystore_log.setLevel(saved_level)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
