@@ -99,19 +99,12 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
     cl = spec.policy.thresholds.recursive_cl
     if cl is not None:
         options["recursive_c"] = cl.c
-    try:
-        measured = core.measure_risk(
-            data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
-            sampling_fraction=spec.policy.sampling_fraction,
-            count_column=spec.policy.population.count_column if spec.policy.population else None,
-            **options,
-        )
-    except TypeError:  # a kernel without the per-attribute options
-        measured = core.measure_risk(
-            data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
-            sampling_fraction=spec.policy.sampling_fraction,
-            count_column=spec.policy.population.count_column if spec.policy.population else None,
-        )
+    measured = core.measure_risk(
+        data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
+        sampling_fraction=spec.policy.sampling_fraction,
+        count_column=spec.policy.population.count_column if spec.policy.population else None,
+        **options,
+    )
     return measured.to_dict()
 
 
