@@ -197,13 +197,13 @@ def test_dev_keystore_is_created_in_the_project_with_a_warning(tmp_path, monkeyp
         open_keystore()
     monkeypatch.setenv("ANON_DAGSTER_DEV_KEYSTORE", "1")
     monkeypatch.setattr("anon_dagster.pseudonymize.keystore.DEFAULT_SCRYPT_N", FAST_N)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="anon_dagster.pseudonymize.keystore"):
         ks = open_keystore()
     assert "DEVELOPMENT KEY STORE" in caplog.text
     assert ks.dev and ks.state_dir == project / ".anon_dagster" / "dev-keystore"
     assert (ks.state_dir / "keystore.json").exists()
     caplog.clear()
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="anon_dagster.pseudonymize.keystore"):
         assert open_keystore().derive_key("x") == ks.derive_key("x")
     assert "DEVELOPMENT KEY STORE" in caplog.text  # on every use, not only on creation
 

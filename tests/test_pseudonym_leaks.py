@@ -73,6 +73,7 @@ def env(monkeypatch, tmp_path):
 
 def test_no_output_contains_key_material_or_the_passphrase(env, tmp_path, capsys, caplog, monkeypatch):
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="anon_dagster.pseudonymize.keystore")  # other tests may quiet it
     shown: list[bytes] = []
 
     def cli(*argv: str) -> int:
