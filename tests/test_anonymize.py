@@ -345,3 +345,17 @@ def test_cli_without_a_key_store_exits_2_and_writes_nothing(tmp_path, monkeypatc
     assert main(["anonymize", str(spec), "--output", str(out)]) == 2
     assert "key store" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_query_error_with_missing_target_values_counts_missing_as_a_value():
+    from anon_dagster.anonymize.utility import query_error
+
+    group = np.array([0, 0, 1, 1])
+    target = np.array(["a", None, "a", float("nan")], dtype=object)
+    # nothing generalized, nothing suppressed: exact
+    assert query_error([group], [group], target)[0] == 0.0
+    # the two groups merged: each group's estimate is the merged prevalence (a 50 %, missing 50 %)
+    assert query_error([group], [np.zeros(4, dtype=np.int64)], target)[0] == 0.0
+    # suppress the missing row of group 0: its estimate becomes a 100 %, missing 0 %: 50 points
+    kept = np.array([True, False, True, True])
+    assert query_error([group], [group], target, kept)[0] == pytest.approx(50.0)

@@ -228,8 +228,6 @@ def test_risk_config_with_partition_counts_missing_values(tmp_path, capsys, no_k
     assert out["k"] == sizes.min()
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="anonymize/utility.py query_error sorts the target with "
-                   "np.unique: a missing target value (float NaN among strings) raises TypeError")
 def test_utility_query_on_a_target_with_missing_values(tmp_path, capsys, no_keys):
     spec = write_survey(tmp_path, utility_query=True)
     out = tmp_path / "q.parquet"
@@ -537,8 +535,6 @@ def test_a_column_declared_twice_is_refused(tmp_path, capsys, no_keys):
     assert code == 2 and "'a'" in err
 
 
-@pytest.mark.xfail(strict=True, reason="Mondrian treats a numeric QI holding a missing value as "
-                   "categorical: ages are published as unordered sets such as '{25, 21, 27}'")
 def test_mondrian_numeric_qi_with_a_missing_value_is_published_as_intervals():
     from anon_dagster.anonymize import anonymize
     from anon_dagster.spec import spec_from_dict

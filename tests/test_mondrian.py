@@ -114,3 +114,20 @@ def test_adult_labels_cover_each_rows_value_along_the_hierarchy(adult_dir):
     lo = out["age"].str.split("-").str[0].astype(int)
     hi = out["age"].str.split("-").str[-1].astype(int)
     assert ((lo <= df["age"]) & (df["age"] <= hi)).all()
+
+
+def test_numeric_qi_with_missing_values_keeps_intervals_and_a_missing_class():
+    age = pd.Series([20, 21, 22, 23, 24, 25, np.nan, np.nan, np.nan], name="age")
+    r = mondrian([(age, None)], Policy(k=3))
+    labels = _labels(r, "age")
+    assert labels[6:] == ["<missing>"] * 3  # split from the present values first
+    assert set(labels[:6]) == {"20-22", "23-25"}
+    # two missing values cannot form a class of 3: they join the highest values, and say so
+    r = mondrian([(age.iloc[2:8], None)], Policy(k=3))
+    assert _labels(r, "age") == ["22-24"] * 3 + ["25|<missing>"] * 3
+
+
+def test_missing_values_in_a_date_qi():
+    d = pd.Series(pd.to_datetime(["2024-01-01", "2024-01-02", None, None]), name="d")
+    r = mondrian([(d, None)], Policy(k=2))
+    assert _labels(r, "d") == ["[2024-01-01, 2024-01-02]"] * 2 + ["<missing>"] * 2

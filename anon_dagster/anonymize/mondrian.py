@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
-from ..hierarchies import Hierarchy
+from ..hierarchies import MISSING_LABEL, Hierarchy
 from .coding import CodedQI, code_qi, combine, group
 from .criteria import Policy, evaluate_classes, pairs_from_rows, suppression_budget
 
@@ -59,26 +59,39 @@ class _Dim:
     labels: list[np.ndarray] = field(default_factory=list)
     span: float = 1.0
     is_date: bool = False
+    missing_rank: int = -1  # numeric with missing values: their rank (above every value)
 
     def width(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Normalized range of [lo, hi] (``hi`` the highest *present* value's rank, or -1)."""
         if self.numeric:
             assert self.values is not None
+            hi = np.where(hi < 0, lo, hi)
             return (self.values[hi] - self.values[lo]).astype(float) / self.span
         return (hi - lo).astype(float) / self.span
 
 
 def _numeric_dim(name: str, series: pd.Series) -> _Dim | None:
+    """A numeric or date QI in value order; missing values rank above every value."""
     kind = series.dtype.kind if hasattr(series.dtype, "kind") else "O"
-    if kind not in "iufM" or series.isna().any():
+    if kind not in "iufM" or series.isna().all():
         return None
-    codes, uniques = pd.factorize(series, sort=True)
+    codes, uniques = pd.factorize(series, sort=True, use_na_sentinel=True)
     values = np.asarray(uniques)
     if kind == "M":
         values = values.astype("datetime64[ns]").astype(np.int64)
     values = values.astype(np.float64) if kind != "M" else values
     span = float(values[-1] - values[0]) if len(values) > 1 else 1.0
-    return _Dim(name, codes.astype(np.int64), len(values), True, values=values, span=span or 1.0,
-                is_date=kind == "M")
+    codes = codes.astype(np.int64)
+    missing_rank = -1
+    n_ranks = len(values)
+    if (codes < 0).any():
+        missing_rank = n_ranks
+        codes = np.where(codes < 0, missing_rank, codes)
+        n_ranks += 1
+        # the missing rank reads as the largest value, so widths ignore it
+        values = np.append(values, values[-1])
+    return _Dim(name, codes, n_ranks, True, values=values, span=span or 1.0,
+                is_date=kind == "M", missing_rank=missing_rank)
 
 
 def _categorical_dim(qi: CodedQI) -> _Dim:
@@ -202,7 +215,7 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
     w_sens = [s_[order0] for s_ in sens]
     sizes = (ends - starts).astype(np.int64)
     row_class = np.full(n, -1, dtype=np.int64)
-    class_lo, class_hi, class_sizes = [], [], []
+    class_lo, class_hi, class_hp, class_sizes = [], [], [], []
     n_classes = 0
     cuts = 0
     while len(sizes):
@@ -210,10 +223,16 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         lo = np.empty((len(sizes), D), dtype=np.int64)
         hi = np.empty((len(sizes), D), dtype=np.int64)
         widths = np.zeros((len(sizes), D))
+        hp = np.empty((len(sizes), D), dtype=np.int64)  # highest present (non-missing) rank
         for j, d in enumerate(dims):
             lo[:, j] = np.minimum.reduceat(w_rank[j], starts)
             hi[:, j] = np.maximum.reduceat(w_rank[j], starts)
-            widths[:, j] = d.width(lo[:, j], hi[:, j])
+            if d.missing_rank >= 0:
+                present = np.where(w_rank[j] == d.missing_rank, -1, w_rank[j])
+                hp[:, j] = np.maximum.reduceat(present, starts)
+            else:
+                hp[:, j] = hi[:, j]
+            widths[:, j] = d.width(lo[:, j], hp[:, j])
         decided = sizes < 2 * k  # two halves of k are impossible: final
         if D:
             decided |= (hi == lo).all(axis=1)
@@ -241,6 +260,7 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
             row_class[w_perm[fmask]] = ids
             class_lo.append(lo[f])
             class_hi.append(hi[f])
+            class_hp.append(hp[f])
             class_sizes.append(sizes[f])
             n_classes += len(f)
             keep = ~fmask
@@ -256,6 +276,7 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
     D_ = D
     flo = np.concatenate(class_lo) if class_lo else np.zeros((0, D_), np.int64)
     fhi = np.concatenate(class_hi) if class_hi else np.zeros((0, D_), np.int64)
+    fhp = np.concatenate(class_hp) if class_hp else np.zeros((0, D_), np.int64)
     csizes = np.concatenate(class_sizes) if class_sizes else np.zeros(0, np.int64)
 
     columns: dict[str, pd.Categorical] = {}
@@ -263,17 +284,20 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
     label_per_class: list[np.ndarray] = []
     kept = row_class >= 0
     for j, d in enumerate(dims):
-        pair_key = flo[:, j] * d.n_ranks + fhi[:, j]
+        # a class is labelled by its lowest and highest present rank, and whether it holds missing
+        with_missing = (fhi[:, j] == d.missing_rank).astype(np.int64) if d.missing_rank >= 0 else 0 * fhi[:, j]
+        r = d.n_ranks + 1
+        pair_key = (flo[:, j] * r + (fhp[:, j] + 1)) * 2 + with_missing
         uniq, inv = np.unique(pair_key, return_inverse=True)
         inv = inv.reshape(-1)
-        labels = _labels(d, uniq // d.n_ranks, uniq % d.n_ranks)
+        labels = _labels(d, uniq // 2 // r, uniq // 2 % r - 1, uniq % 2 == 1)
         cat_labels, cat_codes = np.unique(labels, return_inverse=True)
         class_code = cat_codes.reshape(-1)[inv]
         codes = np.full(n, -1, dtype=np.int64)
         codes[kept] = class_code[row_class[kept]]
         columns[d.name] = pd.Categorical.from_codes(codes, categories=pd.Index(cat_labels, dtype=object))
         label_per_class.append(labels[inv])
-        ncp_total += float((csizes * np.minimum(d.width(flo[:, j], fhi[:, j]), 1.0)).sum())
+        ncp_total += float((csizes * np.minimum(d.width(flo[:, j], fhp[:, j]), 1.0)).sum())
     kept_rows = int(csizes.sum())
     ncp = ncp_total / max(kept_rows * max(D, 1), 1)
     ranges = [
@@ -333,15 +357,24 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
     cut = np.where(use_b, cut_b, cut_a)
     lhs = np.where(use_b, cnt_b, cnt_a)
     valid = valid_a | valid_b
-    # both halves must satisfy every per-class criterion
-    hsizes = np.stack([lhs, s_sizes - lhs], axis=1).reshape(-1)
-    if w_sens:
-        ids = local * 2 + (sv > cut[local]).astype(np.int64)
-        sorted_sens = [s_[pos][order] for s_ in w_sens]
-        fail = half_failing(ids, 2 * len(segs), hsizes, sorted_sens).reshape(-1, 2).any(axis=1)
-    else:
-        fail = half_failing(None, 2 * len(segs), hsizes, None).reshape(-1, 2).any(axis=1)
-    ok = valid & ~fail
+    sorted_sens = [s_[pos][order] for s_ in w_sens] if w_sens else None
+
+    def halves_fail(cut_: np.ndarray, lhs_: np.ndarray) -> np.ndarray:
+        """Per part: one of the two halves misses a per-class criterion."""
+        hsizes = np.stack([lhs_, s_sizes - lhs_], axis=1).reshape(-1)
+        ids = local * 2 + (sv > cut_[local]).astype(np.int64) if w_sens else None
+        return half_failing(ids, 2 * len(segs), hsizes, sorted_sens).reshape(-1, 2).any(axis=1)
+
+    ok = valid & ~halves_fail(cut, lhs)
+    if d.missing_rank >= 0:
+        # a part holding both missing and present values is first split between them, when
+        # both sides satisfy the policy: a class then never mixes the two
+        cut_c = np.full(len(segs), d.missing_rank - 1, dtype=np.int64)
+        cnt_c = np.searchsorted(skey, base + cut_c, side="right") - s_off
+        valid_c = (s_hi == d.missing_rank) & (cnt_c > 0) & (cnt_c < s_sizes)
+        prefer_c = valid_c & ~halves_fail(cut_c, cnt_c)
+        lhs = np.where(prefer_c, cnt_c, lhs)
+        ok |= prefer_c
     if ok.any():
         take = ok[local[order]]
         src = pos[order][take]
@@ -354,15 +387,26 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
     return ok, lhs
 
 
-def _labels(d: _Dim, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Published labels of the rank ranges [lo, hi] of dimension ``d`` (object array)."""
-    if d.numeric and not d.is_date:
-        assert d.values is not None
-        a, b = d.values[lo], d.values[hi]
-        if np.all(np.mod(d.values, 1) == 0):
+def _labels(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """Published labels of classes spanning ranks [lo, hi] of dimension ``d`` (object array).
+
+    For a numeric QI with missing values, ``hi`` is the highest present rank (-1 when the class
+    holds only missing values, labelled ``<missing>``) and ``missing`` marks classes holding
+    missing values too (labelled ``"lo-hi|<missing>"``).
+    """
+    if d.numeric:
+        only_missing = hi < 0
+        hi = np.where(only_missing, lo, hi)
+        lo = np.where(only_missing, 0, lo)
+        if not d.is_date and np.all(np.mod(d.values, 1) == 0):
+            a, b = d.values[lo], d.values[hi]
             sa = pd.Series(a.astype(np.int64)).astype(str).to_numpy(dtype=object)
             sb = pd.Series(b.astype(np.int64)).astype(str).to_numpy(dtype=object)
-            return np.where(lo == hi, sa, sa + "-" + sb).astype(object)
+            out = np.where(lo == hi, sa, sa + "-" + sb).astype(object)
+        else:
+            out = np.array([_label(d, int(x), int(y)) for x, y in zip(lo, hi, strict=True)], dtype=object)
+        out = np.where(missing & ~only_missing, out + "|" + MISSING_LABEL, out)
+        return np.where(only_missing, MISSING_LABEL, out).astype(object)
     return np.array([_label(d, int(x), int(y)) for x, y in zip(lo, hi, strict=True)], dtype=object)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from .coding import CodedQI, combine, group
 
@@ -102,9 +103,11 @@ def query_error(orig_groups: Sequence[np.ndarray], pub_groups: Sequence[np.ndarr
     return (float(per_group.max()) if og_n else 0.0), {"groups": int(og_n), "worst_group": worst}
 
 
-def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
-    uniq, inv = np.unique(codes, return_inverse=True)
-    return inv.astype(np.int64).reshape(-1), len(uniq)
+def _dense(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense codes of any values (missing values, mixed types: one code each, no sorting)."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object) if np.asarray(values).dtype == object
+                                  else values, use_na_sentinel=False)
+    return codes.astype(np.int64), len(uniques)
 
 
 def _combine_dense(cols: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, int]:
