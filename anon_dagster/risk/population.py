@@ -420,10 +420,14 @@ def _pitman_fit(sizes: np.ndarray, counts: np.ndarray) -> tuple[float, float] | 
     best = None
     for t0, a0 in starts:
         x0 = np.array([math.log(t0 + a0), math.log(a0 / (1.0 - a0))])
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            res = optimize.minimize(objective, x0, jac=True, method="BFGS",
-                                    options={"gtol": 1e-9, "maxiter": 500})
+        # Newton's method on the exact Hessian converges in a few steps; BFGS (dozens of
+        # likelihood evaluations) is only the fall-back when Newton does not converge.
+        res = _pitman_newton(x0, sizes, counts)
+        if res is None:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                res = optimize.minimize(objective, x0, jac=True, method="BFGS",
+                                        options={"gtol": 1e-9, "maxiter": 500})
         if np.all(np.isfinite(res.x)) and np.isfinite(res.fun):
             if best is None or res.fun < best.fun:
                 best = res
@@ -438,6 +442,82 @@ def _pitman_fit(sizes: np.ndarray, counts: np.ndarray) -> tuple[float, float] | 
     if not np.all(np.abs(grad) * np.array([abs(theta) + 1.0, alpha]) < 1e-4 * scale):
         return None
     return theta, alpha
+
+
+def _pitman_newton(x0: np.ndarray, sizes: np.ndarray, counts: np.ndarray,
+                   max_iter: int = 100) -> optimize.OptimizeResult | None:
+    """Maximize the Pitman likelihood by damped Newton steps from ``x0``; ``None`` if it fails.
+
+    Works in the unconstrained coordinates of :func:`_pitman_fit` (``theta = exp(x0) - alpha``,
+    ``alpha = expit(x1)``), with the exact gradient and Hessian carried over by the chain rule.
+    A step that does not increase the likelihood is halved; where the Hessian is not negative
+    definite the step is a gradient step. Returns a result with ``x`` and ``fun`` (minus the
+    log-likelihood) once the gradient vanishes to rounding at a clearly interior point
+    (``1e-6 < alpha < 1 - 1e-6``, negative definite Hessian); near the boundary, where the
+    likelihood is flat and any stopping point is arbitrary, it returns ``None`` so that the
+    caller's BFGS decides as it always has.
+    """
+    def parts(x):
+        alpha = float(special.expit(x[1]))
+        phi = math.exp(x[0])
+        theta = phi - alpha
+        if not (0.0 < alpha < 1.0 and theta > -alpha and math.isfinite(theta)):
+            return None
+        try:
+            value = pitman_log_likelihood(theta, alpha, sizes, counts)
+            g_t, g_a = pitman_gradient(theta, alpha, sizes, counts)
+            h = pitman_hessian(theta, alpha, sizes, counts)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return None
+        da = alpha * (1.0 - alpha)
+        # d(theta, alpha)/d(x0, x1): theta = phi - alpha, alpha = expit(x1)
+        jac = np.array([[phi, -da], [0.0, da]])
+        grad = jac.T @ np.array([g_t, g_a])
+        hess = jac.T @ h @ jac + np.diag([g_t * phi, (g_a - g_t) * da * (1.0 - 2.0 * alpha)])
+        return value, grad, hess
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        x = np.asarray(x0, dtype=float)
+        current = parts(x)
+        if current is None or not math.isfinite(current[0]):
+            return None
+        for _ in range(max_iter):
+            value, grad, hess = current
+            if not np.all(np.isfinite(grad)) or not np.all(np.isfinite(hess)):
+                return None
+            if np.max(np.abs(grad)) <= 1e-9 * (1.0 + abs(value)):
+                return _interior(x, value, hess)
+            try:
+                newton = np.linalg.solve(hess, -grad)
+                ascent = float(grad @ newton) > 0 and np.all(np.linalg.eigvalsh(hess) < 0)
+            except np.linalg.LinAlgError:
+                ascent = False
+            step = newton if ascent else grad / max(1.0, float(np.max(np.abs(grad))))
+            for _ in range(60):
+                trial = parts(x + step)
+                if trial is not None and math.isfinite(trial[0]) and trial[0] >= value:
+                    break
+                step = step / 2.0
+            else:
+                return None
+            if np.max(np.abs(step)) < 1e-14:
+                # no further progress possible at this precision
+                x, current = x + step, trial
+                break
+            x, current = x + step, trial
+        value, grad, hess = current
+        if np.max(np.abs(grad)) <= 1e-7 * (1.0 + abs(value)):
+            return _interior(x, value, hess)
+    return None
+
+
+def _interior(x: np.ndarray, value: float, hess: np.ndarray) -> optimize.OptimizeResult | None:
+    """The Newton result at ``x``, or ``None`` unless it is a clear interior maximum."""
+    alpha = float(special.expit(x[1]))
+    if not 1e-6 < alpha < 1.0 - 1e-6 or not np.all(np.linalg.eigvalsh(hess) < 0):
+        return None
+    return optimize.OptimizeResult(x=x, fun=-value, success=True)
 
 
 def _pitman_uniques(theta: float, alpha: float, pop: float) -> float:
@@ -558,20 +638,147 @@ def _snb_fit(c1: float, c2: float, k: float, f: float) -> tuple[float, float] | 
 
 
 def _snb_uniques(sizes: np.ndarray, counts: np.ndarray, f: float) -> tuple[float, str]:
+    uniques, note, _ = _snb_estimate(sizes, counts, f)
+    return uniques, note
+
+
+def _snb_estimate(sizes: np.ndarray, counts: np.ndarray, f: float
+                  ) -> tuple[float, str, tuple[float, float] | None]:
+    """SNB's ``U`` (NaN without an estimate), a note, and the fitted ``(a, b)`` if any."""
     c1 = float(_count_of_size(sizes, counts, 1))
     c2 = float(_count_of_size(sizes, counts, 2))
     k = shlosser_classes(sizes, counts, f)
     fit = _snb_fit(c1, c2, k, f)
     if fit is None:
         if c2 == 0:
-            return math.nan, "not identifiable: no class of size 2 in the sample"
-        return math.nan, "moment equations have no solution"
+            return math.nan, "not identifiable: no class of size 2 in the sample", None
+        return math.nan, "moment equations have no solution", None
     a, b = fit
     uniques = k * b**a
     n = float((sizes * counts).sum())
     if not 0.0 <= uniques <= n / f:
-        return math.nan, "estimate outside [0, N]"
-    return uniques, f"K={k:.6g}, alpha={a:.4g}, beta={b:.4g}"
+        return math.nan, "estimate outside [0, N]", fit
+    return uniques, f"K={k:.6g}, alpha={a:.4g}, beta={b:.4g}", fit
+
+
+def _shlosser_classes_batch(sizes: np.ndarray, counts: np.ndarray, f: float) -> np.ndarray:
+    """:func:`shlosser_classes` for each row of ``counts`` (bootstrap replicates)."""
+    counts = np.atleast_2d(counts).astype(float)
+    s = sizes.astype(float)
+    u = counts.sum(axis=1)
+    if f >= 1.0:
+        return u
+    c1 = counts[:, 0] if sizes[0] == 1 else np.zeros(len(counts))
+    log1mf = math.log1p(-f)
+    log1mf2 = math.log1p(-f * f)
+    # the four sums are dot products of the replicates with per-size weights
+    w = np.stack([
+        s * f * f * np.exp((s - 1.0) * log1mf2),
+        np.exp(s * log1mf2) - np.exp(s * log1mf),
+        np.exp(s * log1mf),
+        s * f * np.exp((s - 1.0) * log1mf),
+    ], axis=1)
+    num1, den1, num2, den2 = (counts @ w).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = u + c1 * (num1 / den1) * (num2 / den2) ** 2
+    return np.where((den1 > 0) & (den2 > 0), k, u)
+
+
+def _snb_residuals(x: np.ndarray, log_c: np.ndarray, log_k: np.ndarray, f: float):
+    """Residuals ``log E[c_i] - log c_i`` of the SNB moment equations and their Jacobian.
+
+    ``x`` has one row per replicate, the unconstrained ``(log a, logit b)`` of
+    :func:`_snb_fit`; ``log_c`` the logs of the observed ``(c_1, c_2)``. Vectorized form of
+    :func:`snb_log_expected_c1_c2` with its exact derivatives (chain rule through ``a = exp
+    x0`` and ``b = expit x1``). Returns ``(residuals, jacobian)`` of shapes (r, 2), (r, 2, 2).
+    """
+    a = np.exp(x[:, 0])
+    b = special.expit(x[:, 1])
+    g = 1.0 - f
+    d = g * (1.0 - b)
+    one_md = 1.0 - d
+    log_1md = np.log1p(-d)
+    q = d / one_md
+    log_b = np.log(b)
+    two = 2.0 - (1.0 - a) * d
+    log_e1 = log_k + math.log(f) + a * (log_b - log_1md) + np.log1p(a * q)
+    log_e2 = (log_k + np.log(a) + a * log_b + 2.0 * math.log(f) + np.log1p(-b)
+              + np.log(two) - math.log(2.0) - (a + 2.0) * log_1md)
+    residuals = np.stack([log_e1 - log_c[:, 0], log_e2 - log_c[:, 1]], axis=1)
+    # derivatives in (a, b); dd/db = -g
+    e1_a = log_b - log_1md + q / (1.0 + a * q)
+    e1_b = a / b - a * g / one_md - a * g / ((1.0 + a * q) * one_md**2)
+    e2_a = 1.0 / a + log_b + d / two - log_1md
+    e2_b = a / b - 1.0 / (1.0 - b) + (1.0 - a) * g / two - (a + 2.0) * g / one_md
+    da, db = a, b * (1.0 - b)
+    jac = np.empty((len(x), 2, 2))
+    jac[:, 0, 0], jac[:, 0, 1] = e1_a * da, e1_b * db
+    jac[:, 1, 0], jac[:, 1, 1] = e2_a * da, e2_b * db
+    return residuals, jac
+
+
+def _snb_uniques_batch(sizes: np.ndarray, counts: np.ndarray, f: float,
+                       start: tuple[float, float] | None = None) -> np.ndarray:
+    """SNB's ``U`` for each row of ``counts`` (NaN where the model has no estimate).
+
+    All replicates are solved at once by damped Newton steps on :func:`_snb_residuals`,
+    started from ``start`` (the sample's own ``(a, b)``, near which the replicates' solutions
+    lie). A replicate is accepted on the criterion of :func:`_snb_fit` (every residual below
+    1e-7); the few that Newton does not settle are solved one by one by :func:`_snb_uniques`,
+    so each value is what the single-sample estimator gives. A replicate without a class of
+    size 1 has no sample uniques, hence 0.
+    """
+    counts = np.atleast_2d(counts)
+    r = len(counts)
+    out = np.full(r, np.nan)
+    c1 = (counts[:, 0] if sizes[0] == 1 else np.zeros(r)).astype(float)
+    at2 = np.searchsorted(sizes, 2)
+    c2 = (counts[:, at2] if at2 < len(sizes) and sizes[at2] == 2 else np.zeros(r)).astype(float)
+    k = _shlosser_classes_batch(sizes, counts, f)
+    n = counts @ sizes
+    zero = c1 == 0
+    out[zero] = 0.0 if sizes[0] == 1 else np.nan
+    todo = np.flatnonzero(~zero & (c2 > 0) & (k > 0))
+    if len(todo) == 0:
+        return out
+    a0, b0 = start if start is not None else (1.0, 0.5)
+    x = np.tile([math.log(a0), math.log(b0 / (1.0 - b0))], (len(todo), 1))
+    log_c = np.log(np.stack([c1[todo], c2[todo]], axis=1))
+    log_k = np.log(k[todo])
+    with np.errstate(all="ignore"):
+        res, jac = _snb_residuals(x, log_c, log_k, f)
+        for _ in range(50):
+            norm = np.abs(res).max(axis=1)
+            active = np.isfinite(norm) & (norm > 1e-12)
+            if not active.any():
+                break
+            det = jac[:, 0, 0] * jac[:, 1, 1] - jac[:, 0, 1] * jac[:, 1, 0]
+            step = np.stack([
+                -(jac[:, 1, 1] * res[:, 0] - jac[:, 0, 1] * res[:, 1]) / det,
+                -(-jac[:, 1, 0] * res[:, 0] + jac[:, 0, 0] * res[:, 1]) / det,
+            ], axis=1)
+            step[~active | ~np.all(np.isfinite(step), axis=1)] = 0.0
+            # halve the step of a replicate whose residual would grow (at most 30 times)
+            for _ in range(30):
+                trial = x + step
+                t_res, t_jac = _snb_residuals(trial, log_c, log_k, f)
+                t_norm = np.abs(t_res).max(axis=1)
+                worse = active & ~(t_norm < norm)
+                if not worse.any():
+                    break
+                step[worse] /= 2.0
+            x = np.where(worse[:, None], x, trial)
+            res = np.where(worse[:, None], res, t_res)
+            jac = np.where(worse[:, None, None], jac, t_jac)
+        a = np.exp(x[:, 0])
+        b = special.expit(x[:, 1])
+        uniques = k[todo] * b**a
+    ok = (np.all(np.abs(res) < 1e-7, axis=1) & np.isfinite(a) & (a > 0) & (b > 0) & (b < 1))
+    inside = (uniques >= 0) & (uniques <= n[todo] / f)
+    out[todo[ok]] = np.where(inside[ok], uniques[ok], np.nan)
+    for i in todo[~ok]:  # the rare replicate Newton did not settle: the single-sample solver
+        out[i] = _snb_uniques(sizes, counts[i], f)[0]
+    return out
 
 
 def _count_of_size(sizes: np.ndarray, counts: np.ndarray, size: int) -> int:
@@ -672,14 +879,10 @@ def population_uniqueness(
                                "observed information, delta method, 95%" if interval_p else None,
                                note_p)
 
-    uniques_s, note_s = _snb_uniques(sizes, counts, f)
+    uniques_s, note_s, fit_s = _snb_estimate(sizes, counts, f)
     interval = None
     if boot is not None and math.isfinite(uniques_s):
-        values = np.array([
-            _snb_uniques(sizes, row, f)[0] if row[0] > 0 or sizes[0] != 1 else 0.0
-            for row in boot
-        ])
-        interval = boot_interval(values)
+        interval = boot_interval(_snb_uniques_batch(sizes, boot, f, start=fit_s))
     estimates["snb"] = make("snb", uniques_s, interval, boot_method if interval else None, note_s)
 
     # Dankar et al.'s decision rule, with ARX's fall-backs to Zayatz.
