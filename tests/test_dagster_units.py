@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from anon_dagster.dagster import policy
 from anon_dagster.dagster.factory import anonymize_or_relax
 from anon_dagster.dagster.io_manager import decrypt, encrypt
-from anon_dagster.dagster.partitions import partition_window, partitions_def_for, rows_in_window
+from anon_dagster.dagster.partitions import partitions_def_for
 from anon_dagster.dagster.resources import KeyStoreResource
 from anon_dagster.errors import DataError, SecretError
+from anon_dagster.partitions import partition_window, rows_in_window
 from anon_dagster.spec import spec_from_dict
 
 
@@ -59,8 +60,7 @@ def test_unpartitioned_release_has_no_partitions():
 
 
 def test_window_is_half_open():
-    pdef = partitions_def_for(make_spec())
-    start, end = partition_window(pdef, "2023")
+    start, end = partition_window(make_spec(), "2023")
     df = pd.DataFrame({"day": ["2022-12-31", "2023-01-01", "2023-12-31 23:59", "2024-01-01"], "v": [1, 2, 3, 4]})
     assert rows_in_window(df, "day", start, end)["v"].tolist() == [2, 3]
 

@@ -19,17 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import DataError, UserError
-from ..io import read_table, table_format, write_bytes_atomic, write_table_atomic
+from ..errors import UserError
+from ..io import table_format, write_bytes_atomic, write_table_atomic
+from ..partitions import read_release_data
 from ..spec import ReleaseSpec, check_data, load_spec
-
-_CADENCE_OFFSETS = {
-    "daily": pd.DateOffset(days=1),
-    "weekly": pd.DateOffset(weeks=1),
-    "monthly": pd.DateOffset(months=1),
-    "quarterly": pd.DateOffset(months=3),
-    "yearly": pd.DateOffset(years=1),
-}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,44 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def partition_rows(df: pd.DataFrame, spec: ReleaseSpec, key: str, source: str) -> pd.DataFrame:
-    """Rows of ``df`` whose partition date falls in the window starting at ``key``."""
-    assert spec.partitions is not None
-    column = spec.partitions.column
-    try:
-        start = pd.Timestamp(key)
-    except (ValueError, TypeError):
-        raise DataError(f"partition {key!r} is not a date (such as 2024 or 2024-03)") from None
-    end = start + _CADENCE_OFFSETS[spec.partitions.cadence]
-    if column not in df.columns:
-        raise DataError(f"{source}: partition column {column!r} is missing from the data")
-    dates = pd.to_datetime(df[column], errors="coerce")
-    bad = dates.isna() & df[column].notna()
-    if bad.any():
-        raise DataError(f"{source}: column {column!r} holds {df[column][bad].iloc[0]!r}, not a date")
-    return df[(dates >= start) & (dates < end)]
-
-
 def load_input(spec: ReleaseSpec, input_path: str | None, partition: str | None) -> tuple[pd.DataFrame, str]:
-    """The table to anonymize and where it came from."""
-    if input_path:
-        path = Path(input_path)
-        df = read_table(path)
-    else:
-        raw = spec.source.path
-        if "{partition}" in raw:
-            if not partition:
-                raise UserError(f"{spec.label}: the source path holds {{partition}}: give --partition")
-            path = spec.resolve(raw, partition=partition)
-        else:
-            path = spec.resolve(raw)
-        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
-    if partition:
-        if spec.partitions is None:
-            raise UserError(f"{spec.label}: --partition given but the spec declares no partitions")
-        if input_path or "{partition}" not in spec.source.path:
-            df = partition_rows(df, spec, partition, str(path))
-    return df, str(path)
+    """The table to anonymize (the partition's rows) and where it came from."""
+    return read_release_data(spec, partition, input_path)
 
 
 class _Progress:

@@ -15,19 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 
-import pandas as pd
-
-from ..errors import DataError, UserError
+from ..errors import DataError
 from ..io import read_table
+from ..partitions import read_release_data
 from ..release.dp import budget_population, epsilon_spend
 from ..release.ledger import Ledger
 from ..release.publish import compose, spec_assignment
-from ..spec import ReleaseSpec, load_spec
-
-_OFFSETS = {
-    "daily": pd.DateOffset(days=1), "weekly": pd.DateOffset(weeks=1), "monthly": pd.DateOffset(months=1),
-    "quarterly": pd.DateOffset(months=3), "yearly": pd.DateOffset(years=1),
-}
+from ..spec import load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,24 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ledger", help="ledger file (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=run)
-
-
-def partition_rows(spec: ReleaseSpec, df: pd.DataFrame, partition: str | None) -> pd.DataFrame:
-    """The rows of ``df`` in ``partition``'s window [start, start + cadence)."""
-    if spec.partitions is None:
-        return df
-    if not partition:
-        raise UserError(f"{spec.label}: release {spec.release!r} is partitioned: give --partition")
-    try:
-        start = pd.Timestamp(partition if len(partition) > 4 else f"{partition}-01-01")
-    except ValueError:
-        raise UserError(f"--partition {partition!r} is not a partition key (e.g. 2024, 2024-03, 2024-04-01)") from None
-    end = start + _OFFSETS[spec.partitions.cadence]
-    column = spec.partitions.column
-    if column not in df.columns:
-        raise DataError(f"the data has no partition column {column!r}")
-    dates = pd.to_datetime(df[column], errors="coerce")
-    return df[(dates >= start) & (dates < end)]
 
 
 def _linkage_key() -> bytes:
@@ -87,17 +63,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"{spec.release}: no composition declared: nothing to check")
         return 0
     person = spec.composition.person
-    path = args.input or str(spec.resolve(spec.source.path, partition=partition or "all"))
-    df = read_table(path, separator=spec.source.separator)
+    if args.anonymized and args.input:
+        df, path = read_table(args.input), args.input  # already the partition, as it would be published
+    else:
+        df, path = read_release_data(spec, partition or None, args.input)
     if person not in df.columns:
         raise DataError(f"{path}: no column {person!r} (composition.person)")
     if args.anonymized:
-        published = partition_rows(spec, df, partition) if args.input is None else df
+        published = df
         persons = published[person]
     else:
         from ..anonymize import anonymize
 
-        raw = partition_rows(spec, df, partition).reset_index(drop=True)
+        raw = df
         result = anonymize(raw, spec)
         published = result.data
         persons = raw.loc[published.index, person]

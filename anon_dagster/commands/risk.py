@@ -24,16 +24,8 @@ import pandas as pd
 
 from ..errors import DataError, UserError
 from ..io import read_table
+from ..partitions import read_release_data
 from ..risk.measures import CONTRACT_KEYS, RiskMeasures, measure_risk
-
-# Partition windows by cadence: the key is the window's start (2024, 2024-03, 2024-04-01).
-_CADENCE_OFFSETS = {
-    "daily": pd.DateOffset(days=1),
-    "weekly": pd.DateOffset(weeks=1),
-    "monthly": pd.DateOffset(months=1),
-    "quarterly": pd.DateOffset(months=3),
-    "yearly": pd.DateOffset(years=1),
-}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -191,20 +183,7 @@ def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     from ..spec import build_hierarchy, load_spec
 
     spec = load_spec(args.config)
-    if args.input:
-        path = Path(args.input)
-        df = read_table(path)
-    else:
-        raw_path = spec.source.path
-        if "{partition}" in raw_path:
-            if not args.partition:
-                raise UserError(f"{args.config}: the source path holds {{partition}}: give --partition")
-            path = spec.resolve(raw_path, partition=args.partition)
-        else:
-            path = spec.resolve(raw_path)
-        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
-    if args.partition and spec.partitions is not None and "{partition}" not in spec.source.path:
-        df = _partition_rows(df, spec.partitions.column, spec.partitions.cadence, args.partition, str(path))
+    df, path = read_release_data(spec, args.partition, args.input)
 
     qis = _names(args.qi) or spec.quasi_identifiers
     sensitive = _names(args.sensitive) or spec.sensitive
@@ -247,22 +226,6 @@ def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if thresholds.prosecutor_max is not None:
         kwargs["risk_threshold"] = thresholds.prosecutor_max
     return str(path), kwargs
-
-
-def _partition_rows(df: pd.DataFrame, column: str, cadence: str, key: str, source: str) -> pd.DataFrame:
-    """Rows whose ``column`` date falls in the window starting at partition ``key``."""
-    try:
-        start = pd.Timestamp(key)
-    except (ValueError, TypeError):
-        raise DataError(f"partition {key!r} is not a date (such as 2024 or 2024-03)") from None
-    end = start + _CADENCE_OFFSETS[cadence]
-    if column not in df.columns:
-        raise DataError(f"{source}: partition column {column!r} is missing from the data")
-    dates = pd.to_datetime(df[column], errors="coerce")
-    bad = dates.isna() & df[column].notna()
-    if bad.any():
-        raise DataError(f"{source}: column {column!r} holds {df[column][bad].iloc[0]!r}, not a date")
-    return df[(dates >= start) & (dates < end)]
 
 
 def _fmt(value: Any) -> str:

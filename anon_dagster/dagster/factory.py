@@ -50,13 +50,12 @@ from dagster import (
 )
 
 from ..errors import SpecError, UserError
-from ..io import read_table, write_bytes_atomic, write_table_atomic
+from ..io import write_bytes_atomic, write_table_atomic
+from ..partitions import UNPARTITIONED, read_release_data
 from ..spec import ReleaseSpec, check_data
 from . import core, policy
 from .io_manager import AT_REST_KEY
-from .partitions import partition_window, partitions_def_for, rows_in_window
-
-UNPARTITIONED = "all"  # the {partition} of an unpartitioned release's paths
+from .partitions import partitions_def_for
 
 
 @dataclass(frozen=True)
@@ -219,13 +218,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if needs_keystore:
             # opened first: a key store that cannot be opened fails the run before any write
             context.resources.keystore.open()
-        partition = partition_of(context)
-        path = spec.resolve(spec.source.path, partition=partition or UNPARTITIONED)
-        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
-        if pdef is not None and spec.partitions is not None:
-            start, end = partition_window(pdef, partition)
-            df = rows_in_window(df, spec.partitions.column, start, end, source=str(path)).reset_index(drop=True)
-        check_data(spec, df, source=str(path))
+        df, path = read_release_data(spec, partition_of(context))
+        check_data(spec, df, source=path)
         context.add_output_metadata({"rows": len(df), "source": str(path), "columns": len(df.columns)})
         return df
 
