@@ -146,6 +146,9 @@ class PopulationSpec(_Model):
 
     path: str
     count_column: str | None = None
+    # The population is matched on these QIs only (it lacks the others, e.g. an event date):
+    # its class sizes are then an upper bound on F, so journalist risk is understated.
+    qis: list[str] | None = None
 
 
 class RecursiveCL(_Model):
@@ -382,6 +385,13 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
         add("policy.population", "journalist and marketer thresholds need a population or a sampling_fraction")
     if spec.policy.adversary in ("journalist", "marketer") and spec.policy.population is None and spec.policy.sampling_fraction is None:
         add("policy.adversary", f"the {spec.policy.adversary} model needs policy.population or policy.sampling_fraction")
+    pop = spec.policy.population
+    if pop is not None and pop.qis is not None:
+        if not pop.qis:
+            add("policy.population.qis", "an empty list matches nothing: name the QIs the population holds")
+        for q in pop.qis:
+            if q not in spec.quasi_identifiers:
+                add("policy.population.qis", f"{q!r} is not a quasi-identifier of the spec")
     if t.k is not None and spec.anonymization.method != "none" and spec.anonymization.k < t.k:
         add("anonymization.k", f"k={spec.anonymization.k} is below the policy threshold k={t.k}: the release could never pass")
     if (t.l_distinct or t.l_entropy or t.recursive_cl or t.t_closeness is not None) and not spec.sensitive:
