@@ -34,7 +34,68 @@ _INT64_MAX = np.iinfo(np.int64).max
 _DENSE_KEYS_PER_ROW = 2
 
 
-def factorize_column(series: pd.Series) -> tuple[np.ndarray, int]:
+class FactorizeCache:
+    """``pd.factorize`` of columns, memoized by the data they hold, for one measurement.
+
+    ``measure_risk`` codes the same column several times: as a QI, in the population join,
+    against a hierarchy, in a utility query, as a subgroup; and the table is often its own
+    "original" or population. Entries are keyed by the identity of the column's data (the
+    numpy buffer, or the Arrow buffers), not by the Series object, so ``df[q]``,
+    ``df[qis][q]`` and ``original[q]`` of the same frame share one factorization. The cached
+    Series is held, so its buffers stay alive and a key cannot be reused by other data.
+
+    Only columns whose name is in ``keep`` are stored (a column coded once would only cost
+    memory: ``n`` int64 codes); other columns are factorized as usual. Returned codes are
+    read-only: callers copy before changing them.
+    """
+
+    def __init__(self, keep: Iterable[object] = ()):
+        self.keep = set(keep)
+        self._entries: dict[tuple, tuple[pd.Series, np.ndarray, pd.Index]] = {}
+        self.hits = 0
+
+    @staticmethod
+    def _key(series: pd.Series) -> tuple | None:
+        array = series.array
+        dtype = series.dtype
+        if isinstance(dtype, np.dtype):
+            data = series.to_numpy(copy=False)
+            if not isinstance(data, np.ndarray) or data.dtype != dtype:
+                return None
+            return ("numpy", data.__array_interface__["data"][0], data.strides, len(data), dtype.str)
+        if isinstance(array, pd.arrays.ArrowExtensionArray):
+            arrow = array.__arrow_array__()  # the array's own Arrow data, no conversion
+            chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
+            buffers = tuple(
+                (chunk.offset, len(chunk), tuple(b.address if b is not None else 0 for b in chunk.buffers()))
+                for chunk in chunks
+            )
+            return ("arrow", str(dtype), str(arrow.type), buffers)
+        return None
+
+    def factorize(self, series: pd.Series) -> tuple[np.ndarray, pd.Index]:
+        """``pd.factorize(series, use_na_sentinel=True)``: codes (-1 for missing) and uniques."""
+        store = series.name in self.keep
+        key = self._key(series) if store or self._entries else None
+        if key is not None:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self.hits += 1
+                return hit[1], hit[2]
+        codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=False)
+        if key is not None and store:
+            codes.flags.writeable = False
+            self._entries[key] = (series, codes, uniques)
+        return codes, uniques
+
+
+def _factorize(series: pd.Series, cache: FactorizeCache | None) -> tuple[np.ndarray, pd.Index]:
+    if cache is None:
+        return pd.factorize(series, use_na_sentinel=True, sort=False)
+    return cache.factorize(series)
+
+
+def factorize_column(series: pd.Series, cache: FactorizeCache | None = None) -> tuple[np.ndarray, int]:
     """Dense codes of one column and its cardinality; missing values get a code of their own.
 
     Returns ``(codes, cardinality)`` with ``codes`` an integer array (0 <= code < cardinality,
@@ -49,7 +110,7 @@ def factorize_column(series: pd.Series) -> tuple[np.ndarray, int]:
         return _missing_last(codes, n)
     if isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype):
         return _factorize_arrow_dictionary(series)
-    codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=False)
+    codes, uniques = _factorize(series, cache)
     return _missing_last(codes, len(uniques))
 
 
@@ -167,11 +228,12 @@ class EquivalenceClasses:
 
     # ----- construction ---------------------------------------------------------------------
     @classmethod
-    def from_frame(cls, df: pd.DataFrame, qis: Sequence[str]) -> EquivalenceClasses:
+    def from_frame(cls, df: pd.DataFrame, qis: Sequence[str],
+                   cache: FactorizeCache | None = None) -> EquivalenceClasses:
         """Classes of ``df`` over the columns ``qis`` (missing values are a value of their own).
 
         Raises DataError naming a QI that is not a column of ``df``. An empty QI list puts every
-        row in one class.
+        row in one class. ``cache`` shares the columns' factorizations with later figures.
         """
         qis = list(qis)
         absent = [q for q in qis if q not in df.columns]
@@ -184,7 +246,7 @@ class EquivalenceClasses:
             dup = next(q for q in qis if qis.count(q) > 1)
             raise DataError(f"quasi-identifier {dup!r} is listed twice")
         # a generator: one column's codes alive at a time (see combine_columns)
-        row_class, sizes = combine_columns((factorize_column(df[q]) for q in qis), len(df))
+        row_class, sizes = combine_columns((factorize_column(df[q], cache) for q in qis), len(df))
         return cls(qis, row_class, sizes, frame=df[qis] if qis else None)
 
     @classmethod

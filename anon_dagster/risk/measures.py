@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import DataError
 from ..hierarchies import Hierarchy
 from ..io import read_table
-from .classes import EquivalenceClasses
+from .classes import EquivalenceClasses, FactorizeCache, _factorize
 from .reidentification import journalist_figures, population_class_sizes, prosecutor_figures
 from .sensitive import (
     CodedSensitive,
@@ -133,7 +133,8 @@ class RiskMeasures:
         ec = self._ec()
         return 1.0 / ec.sizes[ec.row_class]
 
-    def breakdown(self, groups: pd.Series | np.ndarray | Sequence[object], name: str = "group") -> pd.DataFrame:
+    def breakdown(self, groups: pd.Series | np.ndarray | Sequence[object], name: str = "group",
+                  cache: FactorizeCache | None = None) -> pd.DataFrame:
         """Every per-record figure aggregated per subgroup (one value per row, by position).
 
         Per group: rows, classes touched, k (smallest class of its rows), uniques_fraction,
@@ -147,7 +148,7 @@ class RiskMeasures:
             groups = pd.Series(np.asarray(groups, dtype=object))
         if len(groups) != ec.n_rows:
             raise DataError(f"breakdown: {len(groups)} group values for {ec.n_rows} rows")
-        codes, uniques = pd.factorize(groups, use_na_sentinel=True)
+        codes, uniques = _factorize(groups, cache)
         labels = [*list(uniques), None]
         codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)
         n_groups = len(labels)
@@ -321,7 +322,19 @@ def measure_risk(
     if recursive_c is not None and not recursive_c > 0:
         raise DataError(f"recursive (c, l)-diversity needs c > 0, got {recursive_c!r}")
 
-    ec = EquivalenceClasses.from_frame(df, qis)
+    # Columns coded more than once in this call (QIs joined to a population, generalized
+    # columns, query and subgroup columns) keep their factorization; others are not held, so
+    # a plain measurement adds no memory.
+    groups = _as_list(subgroup)
+    keep: set[object] = set(groups)
+    if population is not None:
+        keep.update(qis)
+    if hierarchies and original is not None:
+        keep.update(hierarchies)
+    for q in utility_queries or ():
+        keep.update(_query_columns(q))
+    cache = FactorizeCache(keep)
+    ec = EquivalenceClasses.from_frame(df, qis, cache=cache)
     sizes = ec.sizes
     n = ec.n_rows
     k_value = int(sizes.min())
@@ -380,15 +393,15 @@ def measure_risk(
             extra = [q for q in pq if q not in qis]
             if not pq or extra:
                 raise DataError(f"population QIs must be a non-empty subset of the QIs, got {pq}")
-            coarse = EquivalenceClasses.from_frame(df, pq)
+            coarse = EquivalenceClasses.from_frame(df, pq, cache=cache)
             F_coarse = population_class_sizes(coarse, population, count_column, source=source,
-                                              strict=strict_population)
+                                              strict=strict_population, cache=cache)
             # each fine class lies inside one coarse class: take its F
             F = F_coarse[coarse.row_class[ec.first_rows]]
             extras["population_qis"] = pq
         else:
             F = population_class_sizes(ec, population, count_column, source=source,
-                                       strict=strict_population)
+                                       strict=strict_population, cache=cache)
         population_size = float(
             pd.to_numeric(population[count_column]).sum() if count_column else len(population)
         )
@@ -425,20 +438,20 @@ def measure_risk(
     # ----- utility -------------------------------------------------------------------------
     extras.update(generic_utility(ec, suppressed=suppressed, k=k))
     if hierarchies and original is not None:
-        extras.update(generalization_utility(df, original, hierarchies, suppressed=suppressed))
+        extras.update(generalization_utility(df, original, hierarchies, suppressed=suppressed,
+                                             cache=cache))
     if utility_queries:
         if original is None:
             raise DataError("utility queries need the original table to compare with")
-        extras["utility_queries"] = _queries(original, df, utility_queries)
+        extras["utility_queries"] = _queries(original, df, utility_queries, cache=cache)
 
     # ----- breakdowns ----------------------------------------------------------------------
-    groups = _as_list(subgroup)
     if groups:
         extras["subgroups"] = {}
         for g in groups:
             if g not in columns:
                 raise DataError(f"subgroup column {g!r} is not a column of the data")
-            table = measures.breakdown(df[g], name=g)
+            table = measures.breakdown(df[g], name=g, cache=cache)
             extras["subgroups"][g] = [
                 {"value": value, **row} for value, row in zip(table.index, table.to_dict("records"), strict=True)
             ]
@@ -480,19 +493,29 @@ def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: in
     return population_uniqueness(sizes, f, bootstrap=bootstrap, seed=seed).to_dict()
 
 
-def _queries(original: pd.DataFrame, anonymized: pd.DataFrame, queries: Sequence[Any]) -> dict[str, Any]:
+def _query_fields(q: Any, i: int) -> tuple[str, Any, str, float | None]:
+    """``(name, group_by, target, limit)`` of a query given as mapping, tuple or spec object."""
+    if isinstance(q, Mapping):
+        return q.get("name", f"query_{i}"), q["group_by"], q["target"], q.get("max_error_points")
+    if isinstance(q, tuple | list):
+        return q[0], q[1], q[2], (q[3] if len(q) > 3 else None)
+    return q.name, q.group_by, q.target, getattr(q, "max_error_points", None)
+
+
+def _query_columns(q: Any) -> list[str]:
+    try:
+        _, group_by, target, _ = _query_fields(q, 0)
+    except (KeyError, IndexError, AttributeError, TypeError):
+        return []  # malformed: reported when the query is evaluated
+    return [*_as_list(group_by), target]
+
+
+def _queries(original: pd.DataFrame, anonymized: pd.DataFrame, queries: Sequence[Any],
+             cache: FactorizeCache | None = None) -> dict[str, Any]:
     out = {}
     for i, q in enumerate(queries):
-        if isinstance(q, Mapping):
-            name, group_by, target = q.get("name", f"query_{i}"), q["group_by"], q["target"]
-            limit = q.get("max_error_points")
-        elif isinstance(q, tuple | list):
-            name, group_by, target = q[0], q[1], q[2]
-            limit = q[3] if len(q) > 3 else None
-        else:
-            name, group_by, target = q.name, q.group_by, q.target
-            limit = getattr(q, "max_error_points", None)
-        result = utility_query_error(original, anonymized, group_by, target)
+        name, group_by, target, limit = _query_fields(q, i)
+        result = utility_query_error(original, anonymized, group_by, target, cache=cache)
         worst = result.table.iloc[0].to_dict() if len(result.table) else {}
         out[name] = {
             "group_by": _as_list(group_by), "target": target,

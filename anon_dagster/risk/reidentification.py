@@ -28,12 +28,12 @@ import pyarrow.compute as pc
 
 from ..errors import DataError
 from ..hierarchies import _as_label
-from .classes import EquivalenceClasses, combine_codes
+from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
 
 
 def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame,
                            count_column: str | None = None, source: str = "population",
-                           strict: bool = True) -> np.ndarray:
+                           strict: bool = True, cache: FactorizeCache | None = None) -> np.ndarray:
     """Population size ``F_c`` of each sample class (float64, one per class).
 
     The population is microdata (one row per person) or, with ``count_column``, a frequency
@@ -43,7 +43,8 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
     (its journalist risk would be undefined; the message names one such class), or a class has
     fewer people in the population than rows in the sample. With ``strict=False`` the latter is
     the documented choice ``F_c = max(F_c, n_c)`` (rows that are events of the same person, such
-    as repeated admissions, can outnumber the people of a class).
+    as repeated admissions, can outnumber the people of a class). ``cache`` shares the
+    columns' factorizations with the rest of a measurement.
     """
     qis = classes.qis
     absent = [q for q in qis if q not in population.columns]
@@ -62,29 +63,30 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
     if classes._frame is None:
         raise ValueError("population_class_sizes needs classes built with from_frame")
     sample = classes._frame
-    n_sample = classes.n_rows
-    # Code each population column once, then look every sample row's value up among its
-    # distinct values (a hash lookup); a value the population lacks gets a code of its own
-    # (F = 0), a missing value the population's missing code.
-    sample_codes, pop_codes, cards = [], [], []
+    first = classes.first_rows
+    n_classes = classes.n_classes
+    # Code each population column once; look up only the sample's distinct values among the
+    # population's (a hash lookup over a few values, not over rows), and join only one row
+    # per sample class: every row of a class has the same QI values. A value the population
+    # lacks gets a code of its own (F = 0), a missing value the population's missing code.
+    class_codes, pop_codes, cards = [], [], []
     for q in qis:
-        codes, uniques = pd.factorize(_plain(population[q]), use_na_sentinel=True)
+        codes, uniques = _value_codes(population[q], cache)
         n_u = len(uniques)
         codes = np.where(codes < 0, n_u, codes)
-        values = _plain(sample[q])
-        found = _lookup(values, uniques)
-        found = np.where(values.isna().to_numpy(), n_u, found)
+        s_codes, s_uniques = _value_codes(sample[q], cache)
+        found = _lookup(pd.Series(s_uniques), uniques)
         found = np.where(found < 0, n_u + 1, found)
-        sample_codes.append(found)
+        found = np.append(found, n_u)  # sample code -1 (missing): the population's missing code
+        class_codes.append(found[s_codes[first]])
         pop_codes.append(codes)
         cards.append(n_u + 2)
-    joint = [np.concatenate([a, b]) for a, b in zip(sample_codes, pop_codes, strict=True)]
-    del sample_codes, pop_codes
-    ids, _ = combine_codes(joint, cards, n_sample + len(population))
-    pop_ids = ids[n_sample:]
+    joint = [np.concatenate([a, b]) for a, b in zip(class_codes, pop_codes, strict=True)]
+    del class_codes, pop_codes
+    ids, _ = combine_codes(joint, cards, n_classes + len(population))
+    pop_ids = ids[n_classes:]
     totals = np.bincount(pop_ids, weights=weights, minlength=int(ids.max()) + 1 if len(ids) else 0)
-    # every row of a class has the same QI values, so its first row speaks for it
-    F = totals[ids[classes.first_rows]].astype(float)
+    F = totals[ids[:n_classes]].astype(float)
     keys: pd.DataFrame | None = None
 
     lacking = np.flatnonzero(F <= 0)
@@ -140,6 +142,16 @@ def _arrow(x: pd.Series | pd.Index) -> pa.Array | None:
     if pa.types.is_large_string(arr.type):
         arr = arr.cast(pa.string())
     return arr
+
+
+def _value_codes(series: pd.Series, cache: FactorizeCache | None) -> tuple[np.ndarray, pd.Index]:
+    """Codes (-1 for missing) and the distinct values they stand for, as plain values.
+
+    A categorical's own codes and categories are used as they are (no decoding of its rows).
+    """
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.cat.codes.to_numpy(), pd.Index(series.dtype.categories)
+    return _factorize(_plain(series), cache)
 
 
 def _plain(series: pd.Series) -> pd.Series:

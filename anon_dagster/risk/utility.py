@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..errors import DataError, HierarchyError
 from ..hierarchies import MISSING_LABEL, Hierarchy, _as_label
-from .classes import EquivalenceClasses, combine_codes
+from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
 
 
 def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | None = None) -> dict[str, float]:
@@ -47,7 +47,8 @@ def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | N
 
 
 def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
-                           hierarchies: Mapping[str, Hierarchy], suppressed: int = 0) -> dict[str, object]:
+                           hierarchies: Mapping[str, Hierarchy], suppressed: int = 0,
+                           cache: FactorizeCache | None = None) -> dict[str, object]:
     """Generalization loss and precision of ``published`` against ``original``'s domains.
 
     Each published cell's label is located in its column's hierarchy built over the original
@@ -63,7 +64,10 @@ def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
         h = hierarchies[col]
         if col not in original.columns:
             raise DataError(f"column {col!r} is in the published table but not in the original")
-        domain = np.asarray(pd.unique(original[col]), dtype=object)
+        o_codes, o_uniques = _factorize(original[col], cache)
+        domain = np.asarray(o_uniques, dtype=object)
+        if len(o_codes) and o_codes.min() < 0:  # missing values are a value of the domain
+            domain = np.append(domain, np.array([None], dtype=object))
         table = h.table(domain)
         height = table.shape[1] - 1
         n_leaves = len(domain)
@@ -83,7 +87,7 @@ def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
                     loss = 0.0
                 label_loss[label] = loss
                 label_level[label] = j / height if height else 1.0
-        codes, uniq = pd.factorize(published[col], use_na_sentinel=True)
+        codes, uniq = _factorize(published[col], cache)
         names = [_as_label(v) for v in uniq] + [MISSING_LABEL]
         unknown = [s for s in names[:-1] if s not in label_loss]
         if unknown:
@@ -115,7 +119,8 @@ class QueryError(NamedTuple):
 
 
 def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
-                        group_by: Sequence[str] | str, target: str) -> QueryError:
+                        group_by: Sequence[str] | str, target: str,
+                        cache: FactorizeCache | None = None) -> QueryError:
     """Largest absolute difference (percentage points) of ``target`` prevalence per group.
 
     For every group of ``group_by`` and every value of ``target`` present in either table, the
@@ -140,20 +145,27 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
     # Label both tables alike, then code each column over the two tables at once.
     codes, cards, labels = [], [], []
     for c in cols:
-        joint = np.concatenate([_labels(original[c]), _labels(anonymized[c])])
-        col_codes, uniques = pd.factorize(joint)
+        col_codes, uniques = _joint_label_codes(original[c], anonymized[c], cache)
         codes.append(col_codes)
         cards.append(max(len(uniques), 1))
-        labels.append(np.asarray(uniques, dtype=object))
+        labels.append(uniques)
     group, _ = combine_codes(codes[:-1], cards[:-1], len(codes[0]))
     value = codes[-1].astype(np.int64)
     n_values = cards[-1]
     n_groups = int(group.max()) + 1 if len(group) else 0
     cell = group * n_values + value
-    cells, inverse = np.unique(cell, return_inverse=True)
-    inverse = inverse.ravel()
-    count_o = np.bincount(inverse[:n_o], minlength=len(cells))
-    count_a = np.bincount(inverse[n_o:], minlength=len(cells))
+    space = n_groups * n_values
+    if space <= 2 * len(cell) + 65536:
+        # a small (group, value) space: count directly, the cells present in ascending order
+        flat_o = np.bincount(cell[:n_o], minlength=space)
+        flat_a = np.bincount(cell[n_o:], minlength=space)
+        cells = np.flatnonzero(flat_o + flat_a)
+        count_o, count_a = flat_o[cells], flat_a[cells]
+    else:
+        cells, inverse = np.unique(cell, return_inverse=True)
+        inverse = inverse.ravel()
+        count_o = np.bincount(inverse[:n_o], minlength=len(cells))
+        count_a = np.bincount(inverse[n_o:], minlength=len(cells))
     rows_o = np.bincount(group[:n_o], minlength=n_groups)
     rows_a = np.bincount(group[n_o:], minlength=n_groups)
     g, v = cells // n_values, cells % n_values
@@ -176,6 +188,51 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
     result = pd.DataFrame(table)
     worst = float(error.max()) if len(error) else 0.0
     return QueryError(worst, result)
+
+
+def _joint_label_codes(first: pd.Series, second: pd.Series,
+                       cache: FactorizeCache | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of ``first`` then ``second`` (concatenated) by label, and the labels (object array).
+
+    Values are compared by their label (categoricals decoded, 30 and 30.0 both "30", missing
+    one label), as :func:`_labels` would label them, and the codes number the labels in order of
+    first appearance over the concatenated rows. Only the distinct values are labelled: each
+    table is factorized once, so the per-row work is integer arithmetic.
+    """
+    sides = []
+    offset = 0
+    for series in (first, second):
+        codes, uniq = _factorize(series, cache)
+        n_u = len(uniq)
+        codes = np.where(codes < 0, n_u, codes) if len(codes) and codes.min() < 0 else codes
+        # first row of each code: codes count up in order of appearance, except the missing one
+        first_row = np.full(n_u + 1, np.iinfo(np.int64).max, dtype=np.int64)
+        is_missing = codes == n_u
+        pos = np.flatnonzero(~is_missing)
+        real = codes[pos]
+        if len(real):
+            new_code = np.r_[True, real[1:] > np.maximum.accumulate(real)[:-1]]
+            first_row[:n_u] = pos[new_code] + offset
+        if is_missing.any():
+            first_row[n_u] = int(np.argmax(is_missing)) + offset
+        names = np.array([_as_label(v) for v in uniq] + [MISSING_LABEL], dtype=object)
+        sides.append((codes, names, first_row))
+        offset += len(series)
+    names = np.concatenate([side[1] for side in sides])
+    rows = np.concatenate([side[2] for side in sides])
+    label_id, distinct = pd.factorize(names)
+    # number the labels by the first row holding any of their values
+    first_of_label = np.full(len(distinct), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_of_label, label_id, rows)
+    seen = first_of_label < np.iinfo(np.int64).max
+    order = np.argsort(np.where(seen, first_of_label, np.iinfo(np.int64).max), kind="stable")
+    order = order[seen[order]]
+    rank = np.full(len(distinct), -1, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    code_of = rank[label_id]
+    n_first = len(sides[0][1])
+    joint = np.concatenate([code_of[:n_first][sides[0][0]], code_of[n_first:][sides[1][0]]])
+    return joint, np.asarray(distinct, dtype=object)[order]
 
 
 def _labels(series: pd.Series) -> np.ndarray:
