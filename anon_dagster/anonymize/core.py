@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, HierarchyError, UserError
+from ..hierarchies import _as_label
 from ..risk.classes import EquivalenceClasses
 from .coding import code_qi, combine, factorize, group
 from .criteria import Policy, avg_risk_ok, evaluate_classes, pairs_from_rows, suppression_budget
@@ -228,10 +229,17 @@ def _mondrian(work, spec, policy, sens_codes, progress):
     full = work.copy()
     for c in gen:
         full[c] = pd.Series(m.columns[c], index=work.index)
+    # each class's partition-key values (from its first row), so the boxes can be replayed
+    kept = np.flatnonzero(m.row_class >= 0)
+    _, first = np.unique(m.row_class[kept], return_index=True)
+    reps = kept[first]
+    boxes = {"classes": m.n_classes,
+             "partition_keys": {c: [_as_label(v) for v in work[c].iloc[reps].tolist()] for c in pks},
+             "columns": m.boxes}
     info = {"mondrian": {
         "ncp": round(m.ncp, 6), "cuts": m.cuts, "classes": m.n_classes, "min_part_size": min_part,
         "parts_suppressed": m.too_small_parts, "ranges": m.ranges,
-        "ranges_truncated": max(m.n_classes - len(m.ranges), 0),
+        "ranges_truncated": max(m.n_classes - len(m.ranges), 0), "boxes": boxes,
     }}
     return full, m.suppressed, info
 

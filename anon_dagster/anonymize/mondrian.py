@@ -137,6 +137,7 @@ class MondrianResult:
     too_small_parts: list[dict]
     cuts: int
     elapsed_s: float
+    boxes: dict[str, dict] = field(default_factory=dict)
 
 
 def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
@@ -282,6 +283,7 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
     columns: dict[str, pd.Categorical] = {}
     ncp_total = 0.0
     label_per_class: list[np.ndarray] = []
+    boxes: dict[str, dict] = {}
     kept = row_class >= 0
     for j, d in enumerate(dims):
         # a class is labelled by its lowest and highest present rank, and whether it holds missing
@@ -297,6 +299,7 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         codes[kept] = class_code[row_class[kept]]
         columns[d.name] = pd.Categorical.from_codes(codes, categories=pd.Index(cat_labels, dtype=object))
         label_per_class.append(labels[inv])
+        boxes[d.name] = _boxes(d, uniq // 2 // r, uniq // 2 % r - 1, uniq % 2 == 1, labels, inv)
         ncp_total += float((csizes * np.minimum(d.width(flo[:, j], fhp[:, j]), 1.0)).sum())
     kept_rows = int(csizes.sum())
     ncp = ncp_total / max(kept_rows * max(D, 1), 1)
@@ -305,7 +308,59 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         for c in range(min(n_classes, max_ranges))
     ]
     return MondrianResult(columns, row_class, n_classes, csizes, suppressed, ncp, ranges,
-                          too_small, cuts, time.perf_counter() - t0)
+                          too_small, cuts, time.perf_counter() - t0, boxes)
+
+
+def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels: np.ndarray,
+           class_box: np.ndarray) -> dict:
+    """The distinct published boxes of dimension ``d`` in a JSON-able, replayable form.
+
+    A box is what its label means, in the QI's own values (never in ranks, which only exist for
+    the values present in the sample), so population rows can be placed in it later:
+
+    - numeric: ``lo <= value <= hi`` (``hi`` the highest present value; ``lo``/``hi`` None for a
+      class of missing values only), missing values inside when ``missing``; dates as int64
+      nanoseconds (``"date": true``);
+    - categorical: the value's hierarchy label at ``level`` is one of ``members`` (a leaf at
+      level 0, a hierarchy node, or the set of a node's children the label lists).
+
+    ``class_box[c]`` is the index of class ``c``'s box.
+    """
+    out: dict = {"kind": "numeric" if d.numeric else "categorical",
+                 "label": [str(x) for x in labels], "class_box": class_box.astype(int).tolist()}
+    if d.numeric:
+        assert d.values is not None
+        only_missing = hi < 0
+        cast = int if d.is_date or np.all(np.mod(d.values, 1) == 0) else float
+        out["date"] = bool(d.is_date)
+        out["lo"] = [None if m else cast(d.values[a]) for a, m in zip(lo, only_missing, strict=True)]
+        out["hi"] = [None if m else cast(d.values[b]) for b, m in zip(hi, only_missing, strict=True)]
+        out["missing"] = [bool(x) for x in missing]
+        return out
+    levels, members = [], []
+    for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+        level, names = _coverage(d, a, b)
+        levels.append(level)
+        members.append(names)
+    out["level"], out["members"] = levels, members
+    return out
+
+
+def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
+    """(level, labels) whose subtrees the label of ranks [lo, hi] covers (mirrors :func:`_label`)."""
+    if lo == hi:
+        return 0, [str(d.labels[0][d.anc[0][lo]])]
+    lvl = 0
+    for level in range(len(d.anc) - 1):
+        if d.anc[level][lo] != d.anc[level][hi]:
+            lvl = level
+    parent = d.anc[lvl + 1][lo]
+    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
+    children = list(dict.fromkeys(d.anc[lvl][lo:hi + 1].tolist()))
+    whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
+    if whole or len(children) > MAX_SET_LABEL:
+        return lvl + 1, [str(d.labels[lvl + 1][parent])]
+    return lvl, [str(d.labels[lvl][c]) for c in children]
 
 
 def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.ndarray,

@@ -251,7 +251,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         result, unreachable = anonymize_or_relax(pseudonymized, spec)
         data = result.data
         record = {**result.record, **({"policy_unreachable": unreachable} if unreachable else {})}
-        outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, policy.load_population(spec))
+        # the population in the published classes, placed with this very record
+        population = policy.population_in_classes(spec, data, record)
+        outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, population)
         composition = None
         if spec.composition is not None and spec.publication.mode == "rows":
             comp = _safe_composition(spec, data, context, partition)
@@ -266,7 +268,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             "rows": len(data), "suppressed": int(result.suppressed),
             "k": measures.get("k"), "verdict": report["verdict"]["verdict"],
             "risk_report": MetadataValue.md(core.render(report, "md")),
-            "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(record), indent=2) + "\n```"),
+            "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(_record_summary(record)), indent=2) + "\n```"),
             "report_files": MetadataValue.path(str(reports_folder(spec, reports_dir, partition))),
             "class_size_histogram": histogram_table(policy.class_size_histogram(measures)),
         })
@@ -292,7 +294,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         outcomes: dict[str, policy.Outcome] = {}
         hist = worst = None
         try:
-            population = policy.load_population(spec)
+            # the stored record of this partition places the population (once for all checks)
+            record = policy.load_record(reports_folder(spec, reports_dir, partition_of(context)))
+            population = policy.population_in_classes(spec, anonymized, record)
             gate, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
             outcomes.update({o.name: o for o in gate})
             hist = policy.class_size_histogram(measures)
@@ -342,7 +346,16 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         partition = partition_of(context)
         if spec.publication.mode == "aggregates":
             return _publish_aggregates(context, spec, t, pseudonymized, partition)
-        refusals = _gate_refusals(context, spec, t, anonymized, pseudonymized, raw, partition)
+        # re-verification reads the stored record file, never Dagster's event storage
+        population, population_error = None, None
+        try:
+            record = policy.load_record(reports_folder(spec, reports_dir, partition))
+            population = policy.population_in_classes(spec, anonymized, record)
+        except Exception as exc:
+            population_error = f"population: {_describe(exc)}"
+        refusals = _gate_refusals(context, spec, t, anonymized, pseudonymized, raw, partition, population)
+        if population_error:
+            refusals.insert(0, population_error)
         if refusals:
             raise Failure(
                 description=f"{spec.release} {partition or ''}: publication refused, nothing written: " + "; ".join(refusals),
@@ -351,7 +364,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             )
         out = policy.publishable_view(anonymized)[list(spec.published_columns)]
         target = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
-        entry = _publish(context, spec, anonymized, pseudonymized, out, partition, target)
+        entry = _publish(context, spec, anonymized, pseudonymized, out, partition, target, population)
         return MaterializeResult(metadata={
             "path": MetadataValue.path(str(target)), "rows": len(out),
             "columns": MetadataValue.json(list(out.columns)), **entry,
@@ -408,7 +421,7 @@ def anonymize_or_relax(df: pd.DataFrame, spec: ReleaseSpec) -> tuple[Any, str | 
 
 def _gate_refusals(context: AssetExecutionContext, spec: ReleaseSpec, t: ReleaseTranslator,
                    anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
-                   partition: str | None) -> list[str]:
+                   partition: str | None, population: pd.DataFrame | None = None) -> list[str]:
     """Why the publication must not happen (empty when it may).
 
     Independent of the event log: the data is re-measured against every threshold, utility
@@ -418,7 +431,7 @@ def _gate_refusals(context: AssetExecutionContext, spec: ReleaseSpec, t: Release
     """
     refusals = []
     try:
-        outcomes, _ = policy.gate_outcomes(spec, anonymized, pseudonymized, policy.load_population(spec))
+        outcomes, _ = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
         refusals += [f"{o.name}: {o.summary}" for o in outcomes if o.blocks]
     except Exception as exc:
         refusals.append(f"re-measurement failed: {_describe(exc)}")
@@ -594,7 +607,8 @@ def _record_refusal(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame, o
 
 
 def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.DataFrame,
-             pseudonymized: pd.DataFrame, out: pd.DataFrame, partition: str | None, target: Path) -> dict[str, Any]:
+             pseudonymized: pd.DataFrame, out: pd.DataFrame, partition: str | None, target: Path,
+             population: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write the release file and record it in the ledger, as one step for the reader.
 
     The file is written aside first; the ledger entry (class assignment keyed by linkage
@@ -604,7 +618,7 @@ def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.D
     """
     import os
 
-    outcomes, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, policy.load_population(spec))
+    outcomes, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
     composition = None
     assignment = None
     if spec.composition is not None and policy.LINKAGE_COLUMN in anonymized.columns:
@@ -634,6 +648,15 @@ def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.D
         write_bytes_atomic(core.render(report, fmt).encode(), Path(f"{stem}.report.{suffix}"), mode=0o644)
     return {"data_hash": inputs["data_hash"], "ledger_entry": outcome.publication_id,
             "ledger_action": outcome.action, "report": MetadataValue.path(str(report_path))}
+
+
+def _record_summary(record: dict[str, Any]) -> dict[str, Any]:
+    """The record for Dagster's metadata: Mondrian's per-class boxes (large) stay in the file."""
+    mondrian = record.get("mondrian")
+    if isinstance(mondrian, dict) and "boxes" in mondrian:
+        boxes = mondrian["boxes"]
+        return {**record, "mondrian": {**mondrian, "boxes": f"{boxes.get('classes')} class boxes, in {policy.RECORD_FILE}"}}
+    return record
 
 
 def _describe(exc: BaseException) -> str:

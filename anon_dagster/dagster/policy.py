@@ -14,14 +14,20 @@ A measure the kernel cannot provide never passes silently: the outcome fails and
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..anonymize.population import generalize_population, matched_qis
+from ..anonymize.record import table_hash
+from ..errors import DataError
 from ..io import read_table
 from ..spec import ReleaseSpec, build_hierarchy
 from . import core
@@ -70,22 +76,76 @@ def publishable_view(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=[c for c in INTERNAL_COLUMNS if c in df.columns])
 
 
+RECORD_FILE = "transformations.json"
+
+
 def load_population(spec: ReleaseSpec) -> pd.DataFrame | None:
-    """The population table declared in the policy, if any."""
+    """The population table declared in the policy (raw values), if any.
+
+    Read once per file version: every partition of a release shares it, so a run over many
+    partitions does not read it again for each (the cache is keyed by path, size and mtime).
+    """
     if spec.policy.population is None:
         return None
-    return read_table(spec.resolve(spec.policy.population.path))
+    path = spec.resolve(spec.policy.population.path)
+    try:
+        st = path.stat()
+    except OSError:
+        return read_table(path)  # read_table raises the clear error for a missing file
+    return _read_population(str(path), st.st_size, st.st_mtime_ns).copy()
 
 
-def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None) -> dict[str, Any]:
+@functools.lru_cache(maxsize=4)
+def _read_population(path: str, size: int, mtime_ns: int) -> pd.DataFrame:
+    return read_table(Path(path))
+
+
+def load_record(folder: Path) -> dict[str, Any] | None:
+    """The transformation record stored in a partition's report folder, if there is one."""
+    path = Path(folder) / RECORD_FILE
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
+                          record: Mapping[str, Any] | None) -> pd.DataFrame | None:
+    """The declared population put into the published classes of ``anonymized``, or None.
+
+    None when the spec declares no population, when the release is empty, or for
+    microaggregation (no population row has a group mean: journalist risk then comes from the
+    sampling fraction). The record must be the one that produced ``anonymized`` (its
+    ``output_hash`` is checked): a population placed with another table's record would give
+    wrong class sizes. Raises DataError when the record is missing or does not match.
+    """
+    if spec.policy.population is None or len(anonymized) == 0:
+        return None
+    if record is None:
+        raise DataError(
+            f"{spec.label}: no transformation record for this table: the population cannot be put "
+            "into the published classes (materialize the anonymized asset again)")
+    if record.get("output_hash") not in (None, table_hash(anonymized)):
+        raise DataError(
+            f"{spec.label}: the stored transformation record does not describe this anonymized table "
+            "(output hash differs): materialize the anonymized asset again")
+    population = load_population(spec)
+    assert population is not None
+    return generalize_population(population, spec, record, publishable_view(anonymized))
+
+
+def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
+            record: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every risk figure of the release (``RiskMeasures.to_dict()``) over the published view.
 
-    An empty release (everything suppressed) has no classes: ``{"rows": 0}``, which fails
-    every threshold.
+    ``population`` is already in the published classes (:func:`population_in_classes`) unless
+    ``record`` is given, in which case the raw population is put into them here. An empty
+    release (everything suppressed) has no classes: ``{"rows": 0}``, which fails every threshold.
     """
     data = publishable_view(anonymized)
     if len(data) == 0:
         return {"rows": 0, "classes": 0}
+    if population is not None and record is not None:
+        population = generalize_population(population, spec, record, data)
     options: dict[str, Any] = {}
     sensitive = spec.sensitive
     if sensitive:
@@ -99,13 +159,26 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
     cl = spec.policy.thresholds.recursive_cl
     if cl is not None:
         options["recursive_c"] = cl.c
+    pop_spec = spec.policy.population
+    if population is not None:
+        if pop_spec is not None and pop_spec.qis:
+            # matched on fewer QIs: F is an upper bound, journalist risk understated (reported)
+            options["population_qis"] = matched_qis(spec)
+        options["population_source"] = pop_spec.path if pop_spec is not None else None
     measured = core.measure_risk(
         data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
         sampling_fraction=spec.policy.sampling_fraction,
-        count_column=spec.policy.population.count_column if spec.policy.population else None,
+        count_column=pop_spec.count_column if pop_spec is not None and population is not None else None,
         **options,
     )
-    return measured.to_dict()
+    out = measured.to_dict()
+    if pop_spec is not None and population is None:
+        out["population_note"] = ("the population gives no class sizes for this method (group means "
+                                  "match no population row): journalist risk from the sampling fraction")
+    elif pop_spec is not None and pop_spec.qis:
+        out["population_note"] = (f"population matched on {', '.join(matched_qis(spec))} only: its class "
+                                  "sizes are upper bounds on F, so journalist risk is understated")
+    return out
 
 
 def _compare(value: float, comparison: str, threshold: float) -> bool:
@@ -267,9 +340,13 @@ def contract_problems(spec: ReleaseSpec, published: pd.DataFrame,
 
 
 def gate_outcomes(spec: ReleaseSpec, anonymized: pd.DataFrame, original: pd.DataFrame | None,
-                  population: pd.DataFrame | None = None) -> tuple[list[Outcome], dict[str, Any]]:
-    """Re-measure ``anonymized`` against every threshold and utility query of the spec."""
-    measures = measure(spec, anonymized, population)
+                  population: pd.DataFrame | None = None,
+                  record: Mapping[str, Any] | None = None) -> tuple[list[Outcome], dict[str, Any]]:
+    """Re-measure ``anonymized`` against every threshold and utility query of the spec.
+
+    ``population`` and ``record`` as in :func:`measure`.
+    """
+    measures = measure(spec, anonymized, population, record)
     outcomes = threshold_outcomes(spec, measures)
     if original is not None:
         outcomes += utility_outcomes(spec, publishable_view(original), anonymized)
@@ -303,6 +380,6 @@ def as_float(value: Any) -> float | None:
 __all__ = [
     "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "THRESHOLD_CHECKS", "Outcome", "as_float",
     "class_size_histogram", "contract_problems", "gate_outcomes",
-    "load_population", "measure", "publishable_view", "raw_identifier_values",
+    "load_population", "load_record", "measure", "population_in_classes", "publishable_view", "raw_identifier_values",
     "summary_markdown", "threshold_outcomes", "utility_outcomes", "worst_classes",
 ]

@@ -1,0 +1,352 @@
+"""The population put into the published classes from the transformation record alone.
+
+F of a published class must be the number of population rows whose raw values are consistent
+with the class's labels: checked against brute-force counts over hand-made and random tables,
+and through Dagster's gate, which re-reads the stored record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from dagster import AssetKey, DagsterInstance
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from anon_dagster.anonymize import anonymize
+from anon_dagster.anonymize.population import generalize_population
+from anon_dagster.dagster import policy
+from anon_dagster.errors import DataError, SpecError
+from anon_dagster.spec import load_spec
+
+HERE = Path(__file__).parent
+
+
+def make_spec(tmp: Path, method: str = "global", k: int = 2, population: dict | None = None,
+              suppression: str = "rows", max_suppression: float = 0.0, extra_cols: dict | None = None,
+              thresholds: dict | None = None):
+    spec = {
+        "release": "popcheck",
+        "source": {"path": "sample.csv"},
+        "columns": {
+            "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10, 20]}},
+            "sex": {"role": "quasi"},
+            "region": {"role": "quasi", "partition_key": True},
+            **(extra_cols or {}),
+        },
+        "anonymization": {"method": method, "k": k, "max_suppression": max_suppression,
+                          "suppression": suppression},
+        "policy": {"population": population or {"path": "population.csv"},
+                   "thresholds": thresholds or {"k": k}},
+        "publication": {"path": "out.parquet"},
+    }
+    path = tmp / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return load_spec(path)
+
+
+def roundtrip(record: dict) -> dict:
+    """The record as stored on disk (JSON), the only form the gate sees later."""
+    return json.loads(json.dumps(record, default=str))
+
+
+def f_per_class(published: pd.DataFrame, generalized: pd.DataFrame, qis: list[str],
+                count: str | None = None) -> dict[tuple, int]:
+    """F of every published class from the generalized population (labels compared as text)."""
+    g = generalized.astype({c: str for c in qis})
+    sizes = g.groupby(qis)[count].sum() if count else g.groupby(qis).size()
+    keys = published[qis].astype(str).drop_duplicates().itertuples(index=False, name=None)
+    return {k: int(sizes.get(k, 0)) for k in keys}
+
+
+# ----- brute force: is a raw value inside a published label? ------------------------------------
+
+
+def age_inside(label: str, age: float) -> bool:
+    if label == "*":
+        return True
+    m = re.fullmatch(r"(-?\d+)-(-?\d+)", label)
+    if m:
+        return int(m.group(1)) <= age <= int(m.group(2))
+    m = re.fullmatch(r"\[(\S+), (\S+)\)", label)  # interval hierarchy labels [lo, hi)
+    if m:
+        return float(m.group(1)) <= age < float(m.group(2))
+    return float(label) == age
+
+
+def sex_inside(label: str, sex: str) -> bool:
+    if label == "*":
+        return True
+    if label.startswith("{"):
+        return sex in {x.strip() for x in label[1:-1].split(",")}
+    return label == sex
+
+
+def brute_force_f(published: pd.DataFrame, population: pd.DataFrame) -> dict[tuple, int]:
+    out = {}
+    for age_l, sex_l, region in published[["age", "sex", "region"]].astype(str).drop_duplicates().itertuples(index=False):
+        n = sum(1 for a, s, r in population[["age", "sex", "region"]].itertuples(index=False)
+                if str(r) == region and age_inside(age_l, a) and sex_inside(sex_l, s))
+        out[(age_l, sex_l, region)] = n
+    return out
+
+
+# ----- hand-computed cases ------------------------------------------------------------------------
+
+
+POP = pd.DataFrame({
+    "age":    [21, 25, 29, 23, 34, 38, 31, 22, 27, 45, 36],
+    "sex":    ["F", "F", "M", "M", "F", "F", "M", "F", "M", "F", "F"],
+    "region": ["N", "N", "N", "N", "N", "N", "N", "S", "S", "S", "S"],
+})
+
+
+def test_global_recoding_hand_computed(tmp_path):
+    # sample: 4 rows of region N; at age level 1 (10-year bins) and sex kept, k=2 holds
+    sample = POP.iloc[[0, 1, 4, 5]].reset_index(drop=True)  # 21F, 25F, 34F, 38F (all N)
+    spec = make_spec(tmp_path, k=2)
+    result = anonymize(sample, spec)
+    record = roundtrip(result.record)
+    assert record["levels"]["age"] >= 1
+    g = generalize_population(POP, spec, record, result.data)
+    f = f_per_class(result.data, g, ["age", "sex", "region"])
+    if record["levels"] == {"age": 1, "sex": 0}:
+        # by hand: 20-29 F N = 21, 25 -> 2 ; 30-39 F N = 34, 38 -> 2
+        assert sorted(f.values()) == [2, 2]
+    # whatever level was chosen, F equals a brute-force count inside each class
+    assert f == brute_force_f(result.data, POP)
+
+
+def test_cell_suppression_star_matches_every_value(tmp_path):
+    published = pd.DataFrame({"age": ["20-29", "*"], "sex": ["F", "M"], "region": ["N", "N"]})
+    spec = make_spec(tmp_path, suppression="cells")
+    record = {"method": "global", "levels": {"age": 1, "sex": 0},
+              "suppression": {"cells": {"age": 1}}}
+    g = generalize_population(POP, spec, record, published)
+    f = f_per_class(published, g, ["age", "sex", "region"])
+    # 20-29 F N: 21, 25 -> 2 ; (any age) M N: 29, 23, 31 -> 3
+    assert f == {("20-29", "F", "N"): 2, ("*", "M", "N"): 3}
+    # without the published table every subset of the suppressed columns is a pattern: same F
+    g2 = generalize_population(POP, spec, record)
+    assert f_per_class(published, g2, ["age", "sex", "region"]) == f
+
+
+def test_mondrian_hand_computed_and_gaps_are_dropped(tmp_path):
+    sample = POP.iloc[[0, 1, 2, 3, 4, 5, 6]].reset_index(drop=True)  # region N only
+    spec = make_spec(tmp_path, method="mondrian", k=2)
+    result = anonymize(sample, spec)
+    record = roundtrip(result.record)
+    g = generalize_population(POP, spec, record, result.data)
+    f = f_per_class(result.data, g, ["age", "sex", "region"])
+    assert f == brute_force_f(result.data, POP)
+    # region S is not published: none of its population rows is kept
+    assert set(g["region"].astype(str)) == {"N"}
+    # each kept row lies in the box its labels name
+    assert len(g) == sum(f.values()) <= int((POP.region == "N").sum())
+
+
+def random_population(seed: int, n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "age": rng.integers(18, 80, n),
+        "sex": rng.choice(["F", "M"], n),
+        "region": rng.choice(["N", "S", "E"], n),
+    })
+
+
+@pytest.mark.parametrize("method", ["global", "mondrian"])
+def test_f_equals_brute_force_count_in_each_class_box(tmp_path, method):
+    pop = random_population(3, 400)
+    sample = pop.sample(120, random_state=4).reset_index(drop=True)
+    spec = make_spec(tmp_path, method=method, k=3, max_suppression=0.1)
+    result = anonymize(sample, spec)
+    record = roundtrip(result.record)
+    g = generalize_population(pop, spec, record, result.data)
+    assert f_per_class(result.data, g, ["age", "sex", "region"]) == brute_force_f(result.data, pop)
+
+
+def test_frequency_table_population_gives_the_same_f(tmp_path):
+    pop = random_population(5, 300)
+    counts = pop.groupby(["age", "sex", "region"]).size().rename("n").reset_index()
+    sample = pop.sample(90, random_state=6).reset_index(drop=True)
+    for method in ("global", "mondrian"):
+        micro = make_spec(tmp_path, method=method, k=3, max_suppression=0.1)
+        freq = make_spec(tmp_path, method=method, k=3, max_suppression=0.1,
+                         population={"path": "counts.csv", "count_column": "n"})
+        result = anonymize(sample, micro)
+        record = roundtrip(result.record)
+        g_micro = generalize_population(pop, micro, record, result.data)
+        g_freq = generalize_population(counts, freq, record, result.data)
+        assert "n" in g_freq.columns and len(g_freq) < len(g_micro)
+        qis = ["age", "sex", "region"]
+        assert f_per_class(result.data, g_freq, qis, "n") == f_per_class(result.data, g_micro, qis)
+        # the risk kernel sees the same F either way
+        m1 = policy.measure(micro, result.data, g_micro)
+        m2 = policy.measure(freq, result.data, g_freq)
+        assert m1["journalist_max"] == pytest.approx(m2["journalist_max"])
+        assert m1["journalist_max"] <= m1["prosecutor_max"]
+
+
+def test_measure_with_record_places_the_raw_population(tmp_path):
+    pop = random_population(7, 300)
+    sample = pop.sample(100, random_state=8).reset_index(drop=True)
+    spec = make_spec(tmp_path, method="mondrian", k=4)
+    result = anonymize(sample, spec)
+    m = policy.measure(spec, result.data, pop, roundtrip(result.record))
+    f = brute_force_f(result.data, pop)
+    assert m["journalist_max"] == pytest.approx(1 / min(f.values()))
+
+
+def test_microaggregation_has_no_population_f(tmp_path):
+    pop = random_population(9, 100)
+    spec = make_spec(tmp_path, method="microaggregation", k=3)
+    assert generalize_population(pop, spec, {"method": "microaggregation"}) is None
+
+
+def test_population_lacking_a_qi_is_a_clear_error_unless_qis_declared(tmp_path):
+    pop = random_population(10, 200)
+    sample = pop.sample(60, random_state=1).reset_index(drop=True)
+    sample["admitted"] = pd.date_range("2024-01-01", periods=60, freq="D")
+    date_col = {"admitted": {"role": "quasi", "hierarchy": {"type": "date", "levels": ["month", "quarter", "year"]}}}
+    spec = make_spec(tmp_path, k=3, max_suppression=0.1, extra_cols=date_col)
+    result = anonymize(sample, spec)
+    with pytest.raises(DataError, match="'admitted'.*policy.population.qis"):
+        generalize_population(pop, spec, roundtrip(result.record), result.data)
+    spec2 = make_spec(tmp_path, k=3, max_suppression=0.1, extra_cols=date_col,
+                      population={"path": "population.csv", "qis": ["age", "sex", "region"]})
+    g = generalize_population(pop, spec2, roundtrip(result.record), result.data)
+    assert list(g.columns) == ["age", "sex", "region"]
+    m = policy.measure(spec2, result.data, g)
+    assert m["journalist_max"] is not None
+    assert "understated" in m["population_note"]
+    with pytest.raises(SpecError, match="policy.population.qis"):
+        make_spec(tmp_path, population={"path": "population.csv", "qis": ["nope"]})
+
+
+def test_a_record_of_another_table_is_refused(tmp_path):
+    pop = random_population(11, 200)
+    (tmp_path / "population.csv").write_text(pop.to_csv(index=False))
+    sample = pop.sample(60, random_state=2).reset_index(drop=True)
+    spec = make_spec(tmp_path, method="mondrian", k=3)
+    result = anonymize(sample, spec)
+    other = anonymize(pop.sample(60, random_state=3).reset_index(drop=True), spec)
+    with pytest.raises(DataError, match="output hash differs"):
+        policy.population_in_classes(spec, result.data, roundtrip(other.record))
+    assert policy.population_in_classes(spec, result.data, roundtrip(result.record)) is not None
+
+
+# ----- property: a sample's classes are all found in the population ------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), n_pop=st.integers(40, 200), share=st.floats(0.2, 1.0),
+       method=st.sampled_from(["global", "mondrian"]), k=st.integers(1, 4))
+def test_f_is_at_least_the_class_size_for_a_sample_of_the_population(tmp_path, seed, n_pop, share, method, k):
+    pop = random_population(seed, n_pop)
+    sample = pop.sample(max(int(n_pop * share), k), random_state=seed).reset_index(drop=True)
+    spec = make_spec(tmp_path, method=method, k=k, max_suppression=0.5)
+    try:
+        result = anonymize(sample, spec)
+    except DataError:
+        return
+    if len(result.data) == 0:
+        return
+    g = generalize_population(pop, spec, roundtrip(result.record), result.data)
+    qis = ["age", "sex", "region"]
+    f = f_per_class(result.data, g, qis)
+    sizes = result.data[qis].astype(str).value_counts()
+    for key, n in sizes.items():
+        assert f[tuple(key)] >= n
+    assert sum(f.values()) >= len(result.data)
+
+
+# ----- in Dagster: checks and the gate --------------------------------------------------------------
+
+
+def dagster_release(tmp: Path, journalist_max: float, method: str = "mondrian") -> Path:
+    from test_dagster import write_release
+
+    spec_path = write_release(tmp, name="popjr", method=method, k=2, thresholds={"k": 2, "journalist_max": journalist_max},
+                              composition=False, rows_2023=40, rows_2024=40)
+    data = pd.read_csv(tmp / "data" / "popjr.csv")
+    # the population: the sample's people and 4 times as many others like them
+    rng = np.random.default_rng(1)
+    others = pd.DataFrame({"age": rng.choice([30, 31, 42, 43], 320), "sex": rng.choice(["F", "M"], 320),
+                           "region": rng.choice(["North", "South"], 320)})
+    pd.concat([data[["age", "sex", "region"]], others]).to_csv(tmp / "data" / "people.csv", index=False)
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["policy"]["population"] = {"path": "../data/people.csv"}
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return spec_path
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    from test_dagster import MASTER_KEY
+
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
+    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_CONFIG", "DAGSTER_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "state" / "ledger.sqlite"))
+    return tmp_path
+
+
+def _brute_journalist_max(env: Path, partition: str) -> float:
+    published = pd.read_parquet(env / "published" / "popjr" / f"{partition}.parquet")
+    people = pd.read_csv(env / "data" / "people.csv")
+    f = brute_force_f(published, people)
+    return 1 / min(f.values())
+
+
+def test_dagster_journalist_threshold_passes_with_the_population_and_gate_reverifies(env):
+    from test_dagster import check_evaluations, load, materialized, run
+
+    spec = dagster_release(env, journalist_max=0.4)
+    defs = load(env, spec)
+    instance = DagsterInstance.ephemeral()
+    result = run(defs, "popjr", "2023", instance)
+    assert result.success
+    evals = check_evaluations(result)
+    assert evals["journalist_risk_max"].passed is True
+    measured = evals["journalist_risk_max"].metadata["measured"].value
+    assert "popjr/published" in materialized(result)
+    # the check's figure is the brute-force 1 / min F over the published classes
+    assert measured == pytest.approx(_brute_journalist_max(env, "2023"))
+    # the stored record holds the boxes; Dagster's metadata only a summary of them
+    stored = json.loads((env / "reports" / "popjr" / "2023" / "transformations.json").read_text())
+    assert stored["mondrian"]["boxes"]["classes"] >= 1
+
+    # re-running only the publication re-reads the stored record: still publishable
+    later = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
+    assert later.success
+    # a record that does not describe the table refuses the publication, nothing overwritten
+    target = env / "published" / "popjr" / "2023.parquet"
+    before = target.read_bytes()
+    stored["output_hash"] = "0" * 64
+    (env / "reports" / "popjr" / "2023" / "transformations.json").write_text(json.dumps(stored))
+    refused = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
+    assert not refused.success
+    failures = [e for e in refused.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert "output hash differs" in failures[0].event_specific_data.error.message
+    assert target.read_bytes() == before
+
+
+def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
+    from test_dagster import check_evaluations, load, materialized, run
+
+    spec = dagster_release(env, journalist_max=0.01)
+    defs = load(env, spec)
+    result = run(defs, "popjr", "2023", DagsterInstance.ephemeral())
+    assert not result.success
+    evals = check_evaluations(result)
+    jr = evals["journalist_risk_max"]
+    assert jr.passed is False
+    assert 0.01 < jr.metadata["measured"].value <= 0.5  # F >= 2 for every class (k=2 from the people)
+    assert "popjr/published" not in materialized(result)
+    assert not (env / "published" / "popjr" / "2023.parquet").exists()
