@@ -350,3 +350,20 @@ def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
     assert 0.01 < jr.metadata["measured"].value <= 0.5  # F >= 2 for every class (k=2 from the people)
     assert "popjr/published" not in materialized(result)
     assert not (env / "published" / "popjr" / "2023.parquet").exists()
+
+
+def test_cli_risk_config_places_the_population_with_the_record_beside_the_output(tmp_path, capsys):
+    from anon_dagster.cli import main
+
+    pop = random_population(12, 300)
+    pop.to_csv(tmp_path / "population.csv", index=False)
+    pop.sample(100, random_state=5).to_csv(tmp_path / "sample.csv", index=False)
+    make_spec(tmp_path, method="mondrian", k=3, thresholds={"k": 3, "journalist_max": 0.9})
+    spec = str(tmp_path / "spec.yaml")
+    out = tmp_path / "out.csv"
+    assert main(["anonymize", spec, "--output", str(out)]) in (0, None)
+    capsys.readouterr()
+    main(["risk", "--config", spec, "--input", str(out), "--generalized", "--json"])
+    measured = json.loads(capsys.readouterr().out)
+    f = brute_force_f(pd.read_csv(out), pop)
+    assert measured["journalist_max"] == pytest.approx(1 / min(f.values()))

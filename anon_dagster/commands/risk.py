@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         kwargs["subgroup"] = _names(args.subgroup)
     population = kwargs.get("population")
     if isinstance(population, str | Path):
-        kwargs["population_source"] = str(population)
+        kwargs.setdefault("population_source", str(population))
         kwargs["population"] = read_table(population)
     population = kwargs.get("population")
     if population is not None and "population_qis" not in kwargs:
@@ -209,6 +209,22 @@ def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     elif policy.population is not None:
         kwargs["population"] = spec.resolve(policy.population.path)
         kwargs["count_column"] = args.count_column or policy.population.count_column
+        record_path = Path(path).with_name(Path(path).name + ".transformations.json")
+        if record_path.exists():
+            # an anonymized output: the raw population is put into its published classes by the
+            # record `anonymize` wrote beside it (see docs/anonymization.md)
+            import json
+
+            from ..anonymize.population import generalize_population, matched_qis
+
+            placed = generalize_population(read_table(kwargs["population"]), spec,
+                                           json.loads(record_path.read_text()), df)
+            kwargs["population_source"] = str(kwargs["population"])
+            kwargs["population"] = placed
+            if placed is None:
+                kwargs.pop("count_column")
+            if policy.population.qis:
+                kwargs["population_qis"] = matched_qis(spec)
     if sensitive:
         kwargs["sensitive_kind"] = {s: args.sensitive_kind or spec.columns[s].kind or "nominal"
                                     for s in sensitive if s in spec.columns}
