@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anon_dagster.dagster import policy
 from anon_dagster.dagster.factory import anonymize_or_relax
 from anon_dagster.dagster.io_manager import decrypt, encrypt
 from anon_dagster.dagster.partitions import partitions_def_for
 from anon_dagster.dagster.resources import KeyStoreResource
 from anon_dagster.errors import DataError, SecretError
 from anon_dagster.partitions import partition_window, rows_in_window
+from anon_dagster.release import gate as policy
 from anon_dagster.spec import spec_from_dict
 
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from anon_dagster.anonymize import anonymize
 from anon_dagster.anonymize.population import generalize_population
-from anon_dagster.dagster import policy
 from anon_dagster.errors import DataError, SpecError
+from anon_dagster.release import gate as policy
 from anon_dagster.spec import load_spec
 
 HERE = Path(__file__).parent

@@ -26,6 +26,7 @@ from ..errors import DataError, UserError
 from ..io import read_table
 from ..partitions import read_release_data
 from ..risk.measures import CONTRACT_KEYS, RiskMeasures, measure_risk
+from ..spec import ReleaseSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -133,41 +134,32 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--count-column needs --population")
     if len(kwargs["df"]) == 0:
         raise DataError(f"{source}: the table is empty: there are no rows to measure")
-    thresholds = kwargs.pop("_thresholds", None)
+    spec = kwargs.pop("_spec", None)
     measures = measure_risk(**kwargs)
     out = measures.to_dict()
-    if thresholds is not None:
-        out["policy_thresholds"] = policy_verdicts(out, thresholds)
+    if spec is not None and spec.policy.thresholds.model_dump(exclude_none=True):
+        out["policy_thresholds"] = policy_verdicts(out, spec)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
         print(render(measures, source))
-        if thresholds is not None:
+        if "policy_thresholds" in out:
             print(render_verdicts(out["policy_thresholds"]))
     return 0
 
 
-# threshold key -> comparison: lower bounds (at least) and upper bounds (at most)
-_AT_LEAST = ("k", "l_distinct", "l_entropy")
+def policy_verdicts(measured: dict[str, Any], spec: ReleaseSpec) -> list[dict[str, Any]]:
+    """One verdict per declared threshold of the spec's policy, as the release gate judges it."""
+    from ..release.gate import threshold_outcomes
 
-
-def policy_verdicts(measured: dict[str, Any], thresholds: dict[str, Any]) -> list[dict[str, Any]]:
-    """One verdict per declared threshold of a spec's policy (None value: not measurable)."""
+    keys = list(spec.policy.thresholds.model_dump(exclude_none=True))
     verdicts = []
-    for key, limit in thresholds.items():
+    for key, outcome in zip(keys, threshold_outcomes(spec, measured), strict=True):
+        limit, comparison = outcome.threshold, outcome.comparison
         if key == "recursive_cl":
-            value = measured.get("l_recursive")
-            ok = value is not None and value >= limit["l"]
-            verdicts.append({"threshold": key, "value": value, "comparison": f">= l at c={limit['c']:g}",
-                             "limit": limit["l"], "passed": ok})
-            continue
-        value = measured.get(key)
-        if isinstance(value, dict):  # population uniqueness: judge the most pessimistic model
-            value = value.get("max")
-        comparison = ">=" if key in _AT_LEAST else "<="
-        ok = value is not None and (value >= limit if comparison == ">=" else value <= limit)
-        verdicts.append({"threshold": key, "value": value, "comparison": comparison,
-                         "limit": limit, "passed": ok})
+            limit, comparison = limit["l"], f">= l at c={limit['c']:g}"
+        verdicts.append({"threshold": key, "value": outcome.value, "comparison": comparison,
+                         "limit": limit, "passed": bool(outcome.passed)})
     return verdicts
 
 
@@ -236,7 +228,7 @@ def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         if trees:
             kwargs["sensitive_hierarchy"] = trees
     thresholds = policy.thresholds
-    kwargs["_thresholds"] = thresholds.model_dump(exclude_none=True)
+    kwargs["_spec"] = spec
     if thresholds.recursive_cl is not None:
         kwargs["recursive_c"] = thresholds.recursive_cl.c
     if thresholds.prosecutor_max is not None:

@@ -7,7 +7,7 @@ Expectations, over the table as it would be published:
   with :func:`anon_dagster.pseudonymize.pseudonym_pattern`);
 - no raw identifier value appears: an identifier's own column holds none of its raw values, and
   no text column holds a raw identifier value of 5 characters or more. The membership is
-  computed with pandas (:func:`~anon_dagster.dagster.policy.raw_value_hits`) into an exposure
+  computed with pandas (:func:`~anon_dagster.release.gate.raw_value_hits`) into an exposure
   table (one boolean column per published column and identifier) that GE validates
   (``ExpectColumnValuesToBeInSet([False])``): GE's own ``ExpectColumnValuesToNotBeInSet`` costs
   seconds per expectation with value sets of ten thousand identifiers;
@@ -27,9 +27,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..release import gate
+from ..release.gate import Outcome
 from ..spec import ReleaseSpec
-from . import core, policy
-from .policy import Outcome
+from . import core
 
 
 def build_expectations(spec: ReleaseSpec, published: pd.DataFrame) -> list[tuple[str, Any]]:
@@ -58,7 +59,7 @@ def exposure_table(spec: ReleaseSpec, published: pd.DataFrame,
     """The exposure table and its expectations: no published cell equals a raw identifier value."""
     import great_expectations as gx
 
-    hits = policy.raw_value_hits(spec, published, raw_values)
+    hits = gate.raw_value_hits(spec, published, raw_values)
     table = pd.DataFrame({f"{col}__holds_raw_{ident}": flags for (col, ident), flags in hits.items()})
     expectations = [
         (f"{col}: holds no raw value of identifier {ident}",

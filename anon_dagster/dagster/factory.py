@@ -52,8 +52,9 @@ from dagster import (
 from ..errors import SpecError, UserError
 from ..io import write_bytes_atomic, write_table_atomic
 from ..partitions import UNPARTITIONED, read_release_data
+from ..release import gate
 from ..spec import ReleaseSpec, check_data
-from . import core, policy
+from . import core
 from .io_manager import AT_REST_KEY
 from .partitions import partitions_def_for
 
@@ -85,7 +86,7 @@ class ReleaseTranslator:
             # statistics under differential privacy: governed by the population's epsilon
             # budget; no row is published, so row-level thresholds do not apply
             return [("epsilon_budget", "error")]
-        names = [(policy.THRESHOLD_CHECKS[k][0], "error")
+        names = [(gate.THRESHOLD_CHECKS[k][0], "error")
                  for k in self.spec.policy.thresholds.model_dump(exclude_none=True)]
         names += [(f"utility_{q.name}", q.severity) for q in self.spec.utility_queries]
         if self.spec.composition is not None and self.spec.publication.mode == "rows":
@@ -141,12 +142,12 @@ def frame_table(df: pd.DataFrame, limit: int = 50) -> MetadataValue:
     for row in df.itertuples(index=False):
         rec = {}
         for c, v in zip(df.columns, row, strict=True):
-            rec[str(c)] = policy.as_float(v) if pd.api.types.is_numeric_dtype(df[c]) else ("" if pd.isna(v) else str(v))
+            rec[str(c)] = gate.as_float(v) if pd.api.types.is_numeric_dtype(df[c]) else ("" if pd.isna(v) else str(v))
         records.append(TableRecord(rec))
     return MetadataValue.table(records=records, schema=TableSchema(columns=columns))
 
 
-def outcome_metadata(outcome: policy.Outcome, hist: list[dict[str, Any]] | None,
+def outcome_metadata(outcome: gate.Outcome, hist: list[dict[str, Any]] | None,
                      worst: pd.DataFrame | None) -> dict[str, Any]:
     """What a reviewer needs next to a verdict: value, threshold, summary and the evidence."""
     meta: dict[str, Any] = {"summary": MetadataValue.md(outcome.summary)}
@@ -156,7 +157,7 @@ def outcome_metadata(outcome: policy.Outcome, hist: list[dict[str, Any]] | None,
     elif isinstance(value, int):
         meta["measured"] = MetadataValue.int(value)
     else:
-        meta["measured"] = MetadataValue.float(policy.as_float(value) or 0.0) if policy.as_float(value) is not None else MetadataValue.text(str(value))
+        meta["measured"] = MetadataValue.float(gate.as_float(value) or 0.0) if gate.as_float(value) is not None else MetadataValue.text(str(value))
     thr = outcome.threshold
     meta["threshold"] = MetadataValue.text("none" if thr is None else f"{outcome.comparison} {json.dumps(thr) if isinstance(thr, dict) else thr}")
     if hist is not None:
@@ -174,24 +175,24 @@ def outcome_metadata(outcome: policy.Outcome, hist: list[dict[str, Any]] | None,
 
 
 def composition_outcome(spec: ReleaseSpec, anonymized: pd.DataFrame, ledger: Any,
-                        partition: str | None) -> policy.Outcome:
+                        partition: str | None) -> gate.Outcome:
     """Intersection of this release with every earlier publication of the same population."""
     comp = spec.composition
     assert comp is not None
-    data = policy.publishable_view(anonymized)
-    assignment = core.class_assignment(data, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
+    data = gate.publishable_view(anonymized)
+    assignment = core.class_assignment(data, spec.quasi_identifiers, anonymized[gate.LINKAGE_COLUMN])
     result = core.check_composition(assignment, ledger, population=comp.population, release=spec.release,
                                partition=partition, min_k=comp.min_k)
     summary = (f"effective k = {result.effective_k} against {len(result.compared)} earlier "
                f"publication(s) of population {comp.population!r} (minimum {comp.min_k}); "
                f"{result.exposed_persons} persons exposed. {result.text}")
     details = result.to_dict()
-    return policy.Outcome(name="composition", passed=bool(result.passed), value=int(result.effective_k),
+    return gate.Outcome(name="composition", passed=bool(result.passed), value=int(result.effective_k),
                           threshold=comp.min_k, comparison=">=", summary=summary,
                           details={"composition": details})
 
 
-def _severity(outcome: policy.Outcome) -> AssetCheckSeverity:
+def _severity(outcome: gate.Outcome) -> AssetCheckSeverity:
     return AssetCheckSeverity.ERROR if outcome.severity == "error" else AssetCheckSeverity.WARN
 
 
@@ -238,7 +239,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if spec.composition is not None:
             # the ledger's linkage pseudonym, under its own purpose key: never published
             key = context.resources.keystore.derive_key("ledger-linkage")
-            out[policy.LINKAGE_COLUMN] = core.linkage_pseudonyms(raw[spec.composition.person].reset_index(drop=True), key)
+            out[gate.LINKAGE_COLUMN] = core.linkage_pseudonyms(raw[spec.composition.person].reset_index(drop=True), key)
         context.add_output_metadata(meta)
         return out
 
@@ -252,8 +253,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         data = result.data
         record = {**result.record, **({"policy_unreachable": unreachable} if unreachable else {})}
         # the population in the published classes, placed with this very record
-        population = policy.population_in_classes(spec, data, record)
-        outcomes, measures = policy.gate_outcomes(spec, data, pseudonymized, population)
+        population = gate.population_in_classes(spec, data, record)
+        outcomes, measures = gate.gate_outcomes(spec, data, pseudonymized, population)
         composition = None
         if spec.composition is not None and spec.publication.mode == "rows":
             comp = _safe_composition(spec, data, context, partition)
@@ -270,7 +271,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             "risk_report": MetadataValue.md(core.render(report, "md")),
             "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(_record_summary(record)), indent=2) + "\n```"),
             "report_files": MetadataValue.path(str(reports_folder(spec, reports_dir, partition))),
-            "class_size_histogram": histogram_table(policy.class_size_histogram(measures)),
+            "class_size_histogram": histogram_table(gate.class_size_histogram(measures)),
         })
         return data
 
@@ -291,20 +292,20 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def release_checks(context: AssetCheckExecutionContext, anonymized: pd.DataFrame,
                        pseudonymized: pd.DataFrame, raw: pd.DataFrame):
         selected = {k.name for k in context.selected_asset_check_keys}
-        outcomes: dict[str, policy.Outcome] = {}
+        outcomes: dict[str, gate.Outcome] = {}
         hist = worst = None
         try:
             # the stored record of this partition places the population (once for all checks)
-            record = policy.load_record(reports_folder(spec, reports_dir, partition_of(context)))
-            population = policy.population_in_classes(spec, anonymized, record)
-            gate, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
-            outcomes.update({o.name: o for o in gate})
-            hist = policy.class_size_histogram(measures)
-            worst = policy.worst_classes(spec, anonymized)
+            record = gate.load_record(reports_folder(spec, reports_dir, partition_of(context)))
+            population = gate.population_in_classes(spec, anonymized, record)
+            verdicts, measures = gate.gate_outcomes(spec, anonymized, pseudonymized, population)
+            outcomes.update({o.name: o for o in verdicts})
+            hist = gate.class_size_histogram(measures)
+            worst = gate.worst_classes(spec, anonymized)
         except Exception as exc:  # every check still yields a result, failed, saying why
             for name, sev in t.check_names():
                 if name not in ("composition", "data_contract"):
-                    outcomes[name] = policy.Outcome(name, False, sev, summary=f"could not be measured: {_describe(exc)}")
+                    outcomes[name] = gate.Outcome(name, False, sev, summary=f"could not be measured: {_describe(exc)}")
         if "composition" in selected:
             outcomes["composition"] = _safe_composition(spec, anonymized, context, partition_of(context))
         if "epsilon_budget" in selected:
@@ -314,9 +315,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 from .contract import validate_contract
 
                 outcomes["data_contract"] = validate_contract(
-                    spec, policy.publishable_view(anonymized), policy.raw_identifier_values(spec, raw))
+                    spec, gate.publishable_view(anonymized), gate.raw_identifier_values(spec, raw))
             except Exception as exc:
-                outcomes["data_contract"] = policy.Outcome("data_contract", False, summary=f"could not be validated: {_describe(exc)}")
+                outcomes["data_contract"] = gate.Outcome("data_contract", False, summary=f"could not be validated: {_describe(exc)}")
         if any(o.blocks for o in outcomes.values()) and selected == {n for n, _ in t.check_names()}:
             # a refused release keeps its report, and the ledger remembers the evaluation
             try:
@@ -327,8 +328,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         for name, _ in t.check_names():
             if name not in selected:
                 continue
-            o = outcomes.get(name) or policy.Outcome(name, False, summary="no result was computed")
-            risk = name in {v[0] for v in policy.THRESHOLD_CHECKS.values()}
+            o = outcomes.get(name) or gate.Outcome(name, False, summary="no result was computed")
+            risk = name in {v[0] for v in gate.THRESHOLD_CHECKS.values()}
             yield AssetCheckResult(
                 asset_key=anon_key, check_name=name, passed=bool(o.passed), severity=_severity(o),
                 description=o.summary,
@@ -349,8 +350,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         # re-verification reads the stored record file, never Dagster's event storage
         population, population_error = None, None
         try:
-            record = policy.load_record(reports_folder(spec, reports_dir, partition))
-            population = policy.population_in_classes(spec, anonymized, record)
+            record = gate.load_record(reports_folder(spec, reports_dir, partition))
+            population = gate.population_in_classes(spec, anonymized, record)
         except Exception as exc:
             population_error = f"population: {_describe(exc)}"
         refusals = _gate_refusals(context, spec, t, anonymized, pseudonymized, raw, partition, population)
@@ -362,7 +363,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 metadata={"refused_by": MetadataValue.json(refusals)},
                 allow_retries=False,
             )
-        out = policy.publishable_view(anonymized)[list(spec.published_columns)]
+        out = gate.publishable_view(anonymized)[list(spec.published_columns)]
         target = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
         entry = _publish(context, spec, anonymized, pseudonymized, out, partition, target, population)
         return MaterializeResult(metadata={
@@ -431,7 +432,7 @@ def _gate_refusals(context: AssetExecutionContext, spec: ReleaseSpec, t: Release
     """
     refusals = []
     try:
-        outcomes, _ = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
+        outcomes, _ = gate.gate_outcomes(spec, anonymized, pseudonymized, population)
         refusals += [f"{o.name}: {o.summary}" for o in outcomes if o.blocks]
     except Exception as exc:
         refusals.append(f"re-measurement failed: {_describe(exc)}")
@@ -442,9 +443,9 @@ def _gate_refusals(context: AssetExecutionContext, spec: ReleaseSpec, t: Release
                 refusals.append(f"composition: {comp.summary}")
         except Exception as exc:
             refusals.append(f"composition could not be checked: {_describe(exc)}")
-    problems = policy.contract_problems(spec, policy.publishable_view(anonymized)[
-        [c for c in anonymized.columns if c not in policy.INTERNAL_COLUMNS]],
-        policy.raw_identifier_values(spec, raw))
+    problems = gate.contract_problems(spec, gate.publishable_view(anonymized)[
+        [c for c in anonymized.columns if c not in gate.INTERNAL_COLUMNS]],
+        gate.raw_identifier_values(spec, raw))
     refusals += [f"data_contract: {p}" for p in problems]
     refusals += _failed_evaluations(context, t, partition)
     return refusals
@@ -478,14 +479,14 @@ def _failed_evaluations(context: AssetExecutionContext, t: ReleaseTranslator, pa
 
 
 def _safe_composition(spec: ReleaseSpec, anonymized: pd.DataFrame, context: Any,
-                      partition: str | None) -> policy.Outcome:
+                      partition: str | None) -> gate.Outcome:
     try:
         return composition_outcome(spec, anonymized, context.resources.ledger.open(), partition)
     except Exception as exc:  # a composition that cannot be checked fails, never passes
-        return policy.Outcome("composition", False, summary=f"could not be checked: {_describe(exc)}")
+        return gate.Outcome("composition", False, summary=f"could not be checked: {_describe(exc)}")
 
 
-def _safe_budget(spec: ReleaseSpec, context: Any) -> policy.Outcome:
+def _safe_budget(spec: ReleaseSpec, context: Any) -> gate.Outcome:
     """Whether this release's epsilon fits in its population's remaining budget."""
     from ..release.dp import budget_population, epsilon_spend
 
@@ -494,10 +495,10 @@ def _safe_budget(spec: ReleaseSpec, context: Any) -> policy.Outcome:
         state = context.resources.ledger.open().budget(budget_population(spec), epsilon=eps, total=total,
                                                       composition=method, delta=delta)
     except Exception as exc:
-        return policy.Outcome("epsilon_budget", False, summary=f"could not be checked: {_describe(exc)}")
+        return gate.Outcome("epsilon_budget", False, summary=f"could not be checked: {_describe(exc)}")
     summary = (f"population {state.population!r}: epsilon {eps:g} brings the budget from "
                f"{state.composed_before:.4g} to {state.composed_after:.4g} of {total:g} ({method} composition)")
-    return policy.Outcome("epsilon_budget", bool(state.allowed), value=float(state.composed_after),
+    return gate.Outcome("epsilon_budget", bool(state.allowed), value=float(state.composed_after),
                           threshold=float(total), comparison="<=", summary=summary,
                           details={"composition": _jsonable(state.to_dict())})
 
@@ -519,7 +520,7 @@ def _publish_aggregates(context: AssetExecutionContext, spec: ReleaseSpec, t: Re
         raise Failure(description=f"{spec.release} {partition or ''}: publication refused, nothing written: "
                       + "; ".join(refusals), allow_retries=False)
     ledger = context.resources.ledger.open()
-    aggregates, dp_info = dp_release(spec, policy.publishable_view(pseudonymized), ledger)
+    aggregates, dp_info = dp_release(spec, gate.publishable_view(pseudonymized), ledger)
     target = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
     stem = target.with_suffix("")
     report_path = Path(f"{stem}.report.md")
@@ -545,14 +546,14 @@ def _publish_aggregates(context: AssetExecutionContext, spec: ReleaseSpec, t: Re
     })
 
 
-def _outcome_dicts(outcomes: list[policy.Outcome]) -> list[dict[str, Any]]:
+def _outcome_dicts(outcomes: list[gate.Outcome]) -> list[dict[str, Any]]:
     return [{"name": o.name, "passed": bool(o.passed), "severity": o.severity, "value": _jsonable(o.value),
              "threshold": _jsonable(o.threshold), "comparison": o.comparison, "summary": o.summary}
             for o in outcomes]
 
 
 def _class_sizes(spec: ReleaseSpec, data: pd.DataFrame) -> list[int]:
-    view = policy.publishable_view(data)
+    view = gate.publishable_view(data)
     qis = [q for q in spec.quasi_identifiers if q in view.columns]
     if view.empty or not qis:
         return []
@@ -560,10 +561,10 @@ def _class_sizes(spec: ReleaseSpec, data: pd.DataFrame) -> list[int]:
 
 
 def _report_inputs(spec: ReleaseSpec, partition: str | None, data: pd.DataFrame, measures: dict[str, Any],
-                   outcomes: list[policy.Outcome], record: dict[str, Any] | None,
+                   outcomes: list[gate.Outcome], record: dict[str, Any] | None,
                    composition: Any, mitigations: list[str], published_path: str | None = None,
                    report_path: str | None = None) -> dict[str, Any]:
-    view = policy.publishable_view(data)
+    view = gate.publishable_view(data)
     queries = [{"name": o.name.removeprefix("utility_"), "error_points": o.value,
                 "max_error_points": o.threshold, "passed": o.passed, "severity": o.severity}
                for o in outcomes if o.name.startswith("utility_")]
@@ -577,7 +578,7 @@ def _report_inputs(spec: ReleaseSpec, partition: str | None, data: pd.DataFrame,
 
 
 def _write_report(spec: ReleaseSpec, folder: Path, partition: str | None, data: pd.DataFrame,
-                  measures: dict[str, Any], outcomes: list[policy.Outcome], record: dict[str, Any] | None,
+                  measures: dict[str, Any], outcomes: list[gate.Outcome], record: dict[str, Any] | None,
                   composition: Any, unreachable: str | None) -> dict[str, Any]:
     """Write the risk report (md, html, json) and transformation record into ``folder``."""
     inputs = _report_inputs(spec, partition, data, measures, outcomes, record, composition,
@@ -590,10 +591,10 @@ def _write_report(spec: ReleaseSpec, folder: Path, partition: str | None, data: 
     return report
 
 
-def _record_refusal(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame, outcomes: list[policy.Outcome],
+def _record_refusal(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame, outcomes: list[gate.Outcome],
                     folder: Path) -> None:
     """Record a refused evaluation in the ledger, with its report (verdict: not publishable)."""
-    measures = policy.measure(spec, anonymized)
+    measures = gate.measure(spec, anonymized)
     record = None
     record_file = folder / "transformations.json"
     if record_file.exists():
@@ -618,15 +619,15 @@ def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.D
     """
     import os
 
-    outcomes, measures = policy.gate_outcomes(spec, anonymized, pseudonymized, population)
+    outcomes, measures = gate.gate_outcomes(spec, anonymized, pseudonymized, population)
     composition = None
     assignment = None
-    if spec.composition is not None and policy.LINKAGE_COLUMN in anonymized.columns:
+    if spec.composition is not None and gate.LINKAGE_COLUMN in anonymized.columns:
         comp = composition_outcome(spec, anonymized, context.resources.ledger.open(), partition)
         outcomes.append(comp)
         composition = comp.details.get("composition")
-        assignment = core.class_assignment(out, spec.quasi_identifiers, anonymized[policy.LINKAGE_COLUMN])
-    outcomes.append(policy.Outcome("data_contract", True, summary="re-verified before writing (columns, identifiers, formats, partition keys)"))
+        assignment = core.class_assignment(out, spec.quasi_identifiers, anonymized[gate.LINKAGE_COLUMN])
+    outcomes.append(gate.Outcome("data_contract", True, summary="re-verified before writing (columns, identifiers, formats, partition keys)"))
     stem = target.with_suffix("")
     report_path = Path(f"{stem}.report.md")
     inputs = _report_inputs(spec, partition, anonymized, measures, outcomes, None, composition, [],
@@ -655,7 +656,7 @@ def _record_summary(record: dict[str, Any]) -> dict[str, Any]:
     mondrian = record.get("mondrian")
     if isinstance(mondrian, dict) and "boxes" in mondrian:
         boxes = mondrian["boxes"]
-        return {**record, "mondrian": {**mondrian, "boxes": f"{boxes.get('classes')} class boxes, in {policy.RECORD_FILE}"}}
+        return {**record, "mondrian": {**mondrian, "boxes": f"{boxes.get('classes')} class boxes, in {gate.RECORD_FILE}"}}
     return record
 
 
@@ -665,10 +666,10 @@ def _describe(exc: BaseException) -> str:
 
 
 def _check_description(spec: ReleaseSpec, name: str) -> str:
-    for key, (check_name, comparison, label) in policy.THRESHOLD_CHECKS.items():
+    for key, (check_name, comparison, label) in gate.THRESHOLD_CHECKS.items():
         if check_name == name:
             value = getattr(spec.policy.thresholds, key)
-            return f"{label} {comparison} {value} (declared in policy.thresholds.{key})"
+            return f"{label} {comparison} {value} (declared in gate.thresholds.{key})"
     if name == "composition" and spec.composition:
         return (f"effective k of the intersection with earlier publications of population "
                 f"{spec.composition.population!r} >= {spec.composition.min_k}")

@@ -29,8 +29,9 @@ from ..anonymize.population import generalize_population, matched_qis
 from ..anonymize.record import table_hash
 from ..errors import DataError
 from ..io import read_table
+from ..pseudonymize import pseudonym_pattern
+from ..risk import measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
-from . import core
 
 # threshold key -> (check name, comparison, human label)
 THRESHOLD_CHECKS: dict[str, tuple[str, str, str]] = {
@@ -165,7 +166,7 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
             # matched on fewer QIs: F is an upper bound, journalist risk understated (reported)
             options["population_qis"] = matched_qis(spec)
         options["population_source"] = pop_spec.path if pop_spec is not None else None
-    measured = core.measure_risk(
+    measured = measure_risk(
         data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
         sampling_fraction=spec.policy.sampling_fraction,
         count_column=pop_spec.count_column if pop_spec is not None and population is not None else None,
@@ -230,7 +231,7 @@ def utility_outcomes(spec: ReleaseSpec, original: pd.DataFrame, anonymized: pd.D
     for q in spec.utility_queries:
         name = f"utility_{q.name}"
         try:
-            error, table = core.utility_query_error(original, data, q.group_by, q.target)
+            error, table = utility_query_error(original, data, q.group_by, q.target)
         except Exception as exc:  # a query that cannot be evaluated fails, never passes
             outcomes.append(Outcome(name=name, passed=False, severity=q.severity,
                                     summary=f"query {q.name!r} could not be evaluated: {exc}"))
@@ -325,7 +326,7 @@ def contract_problems(spec: ReleaseSpec, published: pd.DataFrame,
         if name not in published.columns:
             continue
         p = spec.columns[name].pseudonymize
-        pattern = core.pseudonym_pattern(p.method, prefix_version=p.prefix_version)
+        pattern = pseudonym_pattern(p.method, prefix_version=p.prefix_version)
         values = published[name].dropna().astype(str)
         bad = int((~values.str.fullmatch(pattern)).sum())
         if bad:
