@@ -152,17 +152,45 @@ def _factorize_arrow_dictionary(series: pd.Series) -> tuple[np.ndarray, int]:
     return codes, max(n, 1)
 
 
+def class_id_dtype(n_rows: int) -> np.dtype:
+    """The integer type of class ids for ``n_rows`` rows: int32 when it can number them all.
+
+    There are at most as many classes as rows; int32 halves the per-row ``row_class`` array,
+    which is most of the memory a measurement keeps on a table of a few bytes per row.
+    """
+    return np.dtype(np.int32) if n_rows < np.iinfo(np.int32).max else np.dtype(np.int64)
+
+
 def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dense class ids of ``key`` (values in [0, space)) and the size of each class."""
+    """Dense class ids of ``key`` (values in [0, space)) and the size of each class.
+
+    Ids are of :func:`class_id_dtype` and follow the order of the keys.
+    """
     n = len(key)
+    ids = class_id_dtype(n)
     if space <= max(_DENSE_KEYS_PER_ROW * n, 1 << 16):
         counts = np.bincount(key, minlength=space)
         present = counts > 0
-        class_of_key = np.cumsum(present, dtype=np.int64) - 1
+        class_of_key = np.cumsum(present, dtype=ids)
+        class_of_key -= 1
         return class_of_key[key], counts[present].astype(np.int64)
-    row_class, _ = pd.factorize(key, sort=False)
-    row_class = row_class.astype(np.int64, copy=False)
-    return row_class, np.bincount(row_class).astype(np.int64)
+    # A sort, not a hash table: a hash of n int64 keys takes some 3-4 times the key's memory,
+    # a sort (permutation + sorted keys) twice; class ids follow the key order, as above.
+    order = np.argsort(key)
+    ordered = key[order]
+    starts = np.empty(n, dtype=bool)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    del ordered
+    class_sorted = np.cumsum(starts, dtype=ids)
+    class_sorted -= 1
+    n_classes = int(class_sorted[-1]) + 1 if n else 0
+    row_class = np.empty(n, dtype=ids)
+    row_class[order] = class_sorted
+    del order, class_sorted
+    sizes = np.diff(np.append(np.flatnonzero(starts), n)).astype(np.int64)
+    assert len(sizes) == n_classes
+    return row_class, sizes
 
 
 def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,6 +212,7 @@ def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> t
             continue
         if space > _INT64_MAX // card:
             key, sizes = _dense(key, space)
+            key = key.astype(np.int64, copy=False)  # dense ids may be int32: widen to fold on
             space = len(sizes)
         if card > 1:
             key *= card
@@ -191,7 +220,8 @@ def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> t
         space *= card
         del col
     if key is None:
-        return np.zeros(n_rows, dtype=np.int64), np.array([n_rows] if n_rows else [], dtype=np.int64)
+        return (np.zeros(n_rows, dtype=class_id_dtype(n_rows)),
+                np.array([n_rows] if n_rows else [], dtype=np.int64))
     return _dense(key, space)
 
 
@@ -207,7 +237,9 @@ class EquivalenceClasses:
 
     Attributes:
         qis: the quasi-identifier column names, in the order given.
-        row_class: int64 array, the class id (0..n_classes-1) of each row, by position.
+        row_class: signed integer array (int32 below 2**31 - 1 rows, else int64), the class
+            id (0..n_classes-1) of each row, by position. Widen it before arithmetic that can
+            exceed int32 (``row_class.astype(np.int64) * n_values``).
         sizes: int64 array, the number of rows of each class.
         n_rows, n_classes: table rows and number of classes.
 
@@ -314,7 +346,8 @@ class EquivalenceClasses:
 
             cls_, val, cnt = self.pair_counts(codes, n_values)
             return csr_matrix((cnt, (cls_, val)), shape=(self.n_classes, n_values))
-        flat = np.bincount(self.row_class * n_values + codes, minlength=self.n_classes * n_values)
+        flat = np.bincount(self.row_class.astype(np.int64) * n_values + codes,
+                           minlength=self.n_classes * n_values)
         return flat.reshape(self.n_classes, n_values).astype(np.int64, copy=False)
 
     def pair_counts(self, codes: np.ndarray, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -335,7 +368,7 @@ class EquivalenceClasses:
         else:
             rc, vc = self.row_class[~alone], codes[~alone]
         if len(rc):
-            key = rc * n_values + vc.astype(np.int64, copy=False)
+            key = rc.astype(np.int64) * n_values + vc.astype(np.int64, copy=False)
             space = self.n_classes * n_values
             if space <= max(_DENSE_KEYS_PER_ROW * len(key), 1 << 16):
                 flat = np.bincount(key, minlength=space)

@@ -165,10 +165,17 @@ class RiskMeasures:
         def mean(values: np.ndarray) -> np.ndarray:
             return np.bincount(codes, weights=values, minlength=n_groups) / np.maximum(rows, 1)
 
-        pairs = np.unique(codes * ec.n_classes + rc)
+        pair = codes * ec.n_classes + rc
+        if n_groups * ec.n_classes <= 2 * len(pair) + 65536:
+            # small (group, class) space: mark the pairs present instead of sorting them
+            seen = np.zeros(n_groups * ec.n_classes, dtype=bool)
+            seen[pair] = True
+            classes_touched = seen.reshape(n_groups, ec.n_classes).sum(axis=1)
+        else:
+            classes_touched = np.bincount(np.unique(pair) // ec.n_classes, minlength=n_groups)
         table = {
             "rows": rows,
-            "classes": np.bincount(pairs // ec.n_classes, minlength=n_groups),
+            "classes": classes_touched,
             "k": worst(size.astype(float), np.minimum, np.inf),
             "uniques_fraction": mean((size == 1).astype(float)),
             "prosecutor_max": worst(risk, np.maximum, 0.0),

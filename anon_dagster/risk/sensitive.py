@@ -72,18 +72,55 @@ def code_sensitive(series: pd.Series, name: str, kind: str = "nominal",
     """
     if kind not in KINDS:
         raise DataError(f"sensitive attribute {name!r}: kind {kind!r} is not one of {', '.join(KINDS)}")
-    codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=False)
-    values = np.asarray(uniques, dtype=object)
-    codes = codes.astype(np.int64, copy=False)
-    if len(codes) and codes.min() < 0:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        # the categorical's own codes, renumbered in order of appearance as pd.factorize does
+        # (its hash over a million rows needs several times the column's memory)
+        cat_codes = series.cat.codes.to_numpy()
+        used = _first_appearance(cat_codes, len(series.dtype.categories))
+        n_used = int((used >= 0).sum())
+        narrow = np.min_scalar_type(-(n_used + 1))
+        # cat code -1 (missing) reads the last entry: the code after the used values
+        remap = np.full(len(series.dtype.categories) + 1, n_used, dtype=narrow)
+        remap[used[used >= 0]] = np.arange(n_used)
+        codes = remap[cat_codes]
+        values = np.asarray(series.dtype.categories.take(used[used >= 0]), dtype=object)
+        if n_used < len(used):
+            values = np.append(values, None)
+        codes = codes if len(codes) else codes.astype(narrow)
+    else:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=False)
+        values = np.asarray(uniques, dtype=object)
+    if len(codes) and codes.min() < 0:  # (categorical codes are already >= 0)
         codes = np.where(codes < 0, len(values), codes)
         values = np.append(values, None)
+    # the narrowest integer type: a million rows of a 20-value column take 1 MB, not 8
+    codes = codes.astype(np.min_scalar_type(-max(len(values), 1)), copy=False)
     coded = CodedSensitive(name, codes, values, kind, None, hierarchy)
     if hierarchy is not None:
         hierarchy.table(values)  # raises HierarchyError naming a value it does not cover
     if kind in ("ordinal", "numeric") and hierarchy is None:
         coded.ranks = _ranks(values, name, kind, order)
     return coded
+
+
+def _first_appearance(codes: np.ndarray, n_categories: int, chunk: int = 1 << 16) -> np.ndarray:
+    """The distinct values of ``codes`` (in [-1, n_categories)) in order of first appearance.
+
+    Equal to ``pd.unique(codes)``, taken over slices of ``chunk`` rows so the hash table stays
+    small (pandas sizes it to the input: 16 bytes per row for a 1-byte code), and stopping
+    once every category has been seen.
+    """
+    seen = np.zeros(n_categories + 1, dtype=bool)  # slot n_categories stands for -1
+    order: list[np.ndarray] = []
+    for start in range(0, len(codes), chunk):
+        distinct = pd.unique(codes[start:start + chunk])
+        new = distinct[~seen[distinct]]
+        if len(new):
+            seen[new] = True
+            order.append(new)
+            if seen.all():
+                break
+    return np.concatenate(order) if order else codes[:0]
 
 
 def _ranks(values: np.ndarray, name: str, kind: str, order: Sequence[object] | None) -> np.ndarray:
@@ -152,12 +189,14 @@ def class_value_cells(classes: EquivalenceClasses, codes: np.ndarray, n_values: 
     alone = classes.sizes[classes.row_class] == 1
     p = np.bincount(codes, minlength=n_values) / max(classes.n_rows, 1)
     alone_cls = classes.row_class[alone]
-    alone_val = codes[alone].astype(np.int64, copy=False)
+    alone_val = codes[alone]  # kept in the codes' (narrow) type: only ever an index
     rest = ~alone
     rc, vc = classes.row_class[rest], codes[rest].astype(np.int64, copy=False)
     del alone, rest
     if len(rc):
-        key = rc * n_values + vc
+        key = rc.astype(np.int64)  # class ids may be int32: widen before the product
+        key *= n_values
+        key += vc
         del rc, vc
         space = classes.n_classes * n_values
         if space <= max(2 * len(key), 1 << 16):
@@ -177,7 +216,7 @@ def class_value_cells(classes: EquivalenceClasses, codes: np.ndarray, n_values: 
 class Diversity:
     """Per-class l-diversity figures (one entry per class)."""
 
-    l_distinct: np.ndarray  # int64
+    l_distinct: np.ndarray  # signed integers, of the class ids' type
     entropy: np.ndarray  # float, natural log
 
 
@@ -186,8 +225,9 @@ def diversity(classes: EquivalenceClasses, cells: Cells) -> Diversity:
 
     ``H_c = ln n_c - (1/n_c) sum_v n_cv ln n_cv``; a singleton class has one value and H = 0.
     """
-    n_c = classes.sizes.astype(float)
-    distinct = np.bincount(cells.cls, minlength=classes.n_classes).astype(np.int64)
+    # int32: a class holds at most as many distinct values as there are rows (< 2**31 here)
+    distinct = np.bincount(cells.cls, minlength=classes.n_classes).astype(
+        classes.row_class.dtype, copy=False)
     distinct[cells.alone_cls] = 1
     c = cells.cnt.astype(float)
     logc = np.log(c)
@@ -195,9 +235,11 @@ def diversity(classes: EquivalenceClasses, cells: Cells) -> Diversity:
     # (an empty bincount is int64: cast so the in-place float arithmetic below works)
     s = np.bincount(cells.cls, weights=logc, minlength=classes.n_classes).astype(float, copy=False)
     del c, logc
-    entropy = np.log(n_c)
-    s /= n_c
+    # in place, without a float copy of the sizes: one class-length temporary at a time
+    s /= classes.sizes
+    entropy = np.log(classes.sizes, dtype=float)
     entropy -= s
+    del s
     # rounding can leave -1e-16 for a class of a single value
     np.maximum(entropy, 0.0, out=entropy)
     return Diversity(distinct, entropy)
@@ -243,7 +285,7 @@ def total_variation(classes: EquivalenceClasses, cells: Cells) -> np.ndarray:
     del q
     tv += 1.0
     tv *= 0.5
-    tv[cells.alone_cls] = 1.0 - cells.p[cells.alone_val]
+    tv[cells.alone_cls] = (1.0 - cells.p)[cells.alone_val]  # per value, then one gather
     return np.clip(tv, 0.0, 1.0, out=tv)
 
 

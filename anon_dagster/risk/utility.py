@@ -35,10 +35,13 @@ from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_cod
 def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | None = None) -> dict[str, float]:
     """Joint QI entropy (bits), discernibility and AECS of the classes (see module docstring)."""
     n = classes.n_rows
-    p = classes.sizes / n
+    # Over the distinct class sizes s (with c_s classes each), not over the classes: a raw
+    # table has about as many classes as rows but only a few distinct sizes.
+    size, count = np.unique(classes.sizes, return_counts=True)
+    p = size / n
     out = {
-        "qi_entropy_bits": float(max(-(p * np.log2(p)).sum(), 0.0)),
-        "discernibility": float((classes.sizes.astype(float) ** 2).sum() + suppressed * (n + suppressed)),
+        "qi_entropy_bits": float(max(-(count * p * np.log2(p)).sum(), 0.0)),
+        "discernibility": float((count * size.astype(float) ** 2).sum() + suppressed * (n + suppressed)),
         "aecs": float(n / classes.n_classes),
     }
     if k:
@@ -150,6 +153,7 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
         cards.append(max(len(uniques), 1))
         labels.append(uniques)
     group, _ = combine_codes(codes[:-1], cards[:-1], len(codes[0]))
+    group = group.astype(np.int64, copy=False)  # int32 ids: widen before the cell product
     value = codes[-1].astype(np.int64)
     n_values = cards[-1]
     n_groups = int(group.max()) + 1 if len(group) else 0
