@@ -95,3 +95,17 @@ def test_encodings_measure_alike_with_narrow_types():
     plain = measure_risk(df, ["a", "b"], "s", recursive_c=2).to_dict()
     cat = measure_risk(df.astype("category"), ["a", "b"], "s", recursive_c=2).to_dict()
     assert cat == plain
+
+
+def test_breakdown_counts_the_classes_each_group_touches():
+    # classes {0,1}, {2}, {3,4,5}; groups g = x x y y y x (small space: marked pairs) or one
+    # group per row of 70,000 (large space: sorted pairs)
+    df = pd.DataFrame({"q": ["a", "a", "b", "c", "c", "c"], "g": list("xxyyyx")})
+    m = measure_risk(df, ["q"])
+    table = m.breakdown(df["g"], name="g")
+    assert table.loc["x", "classes"] == 2 and table.loc["y", "classes"] == 2
+    big = pd.DataFrame({"q": np.arange(70_000) // 2})
+    per_row = measure_risk(big, ["q"]).breakdown(np.arange(70_000), name="row")
+    assert (per_row["classes"] == 1).all() and len(per_row) == 70_000
+    per_pair = measure_risk(big, ["q"]).breakdown(np.arange(70_000) // 4, name="pair")
+    assert (per_pair["classes"] == 2).all() and len(per_pair) == 17_500
