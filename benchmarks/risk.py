@@ -12,10 +12,12 @@
    before the call) against the DataFrame's own size (``memory_usage(deep=True)``), target <= 3.
 2. Adult (30,162 rows, ``../shared/data/adult`` or ``data/adult``): every figure in one
    ``measure_risk`` call (classes, prosecutor, journalist, marketer and k-map against the table
-   as its own population, population uniqueness at f = 0.1, a subgroup breakdown, loss and
-   precision against ARX's hierarchies, a query error) over the 9 columns as QIs; and with 8
-   QIs + occupation as sensitive, adding l distinct/entropy/recursive, t, δ-disclosure and
-   β-likeness. Target <= 50 ms (median), printed next to ``groupby(9 QIs).size()``.
+   as its own population, population uniqueness at f = 0.1 with the default 200 bootstrap
+   replicates, a subgroup breakdown, loss and precision against ARX's hierarchies, a query
+   error) over the 9 columns as QIs; and with 8 QIs + occupation as sensitive, adding l
+   distinct/entropy/recursive, t, δ-disclosure and β-likeness; the same with population and
+   original passed as copies (no factorization shared with the table); and population
+   uniqueness alone. Target <= 50 ms (median), printed next to ``groupby(9 QIs).size()``.
 
 Machines are shared: each figure is a median of ``--repeat`` runs, and the ratios compare runs
 interleaved in the same process, so a busy neighbour slows both sides.
@@ -98,7 +100,7 @@ def compare(df: pd.DataFrame, repeat: int) -> tuple[float, float, float]:
         gc.collect()
         m.append(timed(lambda: measure_risk(df, QIS, SENSITIVE, **CORE)))
         gc.collect()
-        full.append(timed(lambda: measure_risk(df, QIS, SENSITIVE, sampling_fraction=0.1, bootstrap=50)))
+        full.append(timed(lambda: measure_risk(df, QIS, SENSITIVE, sampling_fraction=0.1)))
     return statistics.median(g), statistics.median(m), statistics.median(full)
 
 
@@ -152,9 +154,12 @@ def adult(repeat: int) -> None:
     hierarchies = {c: TableHierarchy.from_csv(c, folder / f"adult_hierarchy_{c}.csv") for c in qis8}
     # the table is its own population (a valid join: journalist = prosecutor) and its own
     # "original" (so loss and the query error are computed, at zero)
-    everything = dict(population=df, sampling_fraction=0.1, bootstrap=50, subgroup="sex",
+    everything = dict(population=df, sampling_fraction=0.1, subgroup="sex",
                       hierarchies=hierarchies, original=df, k=5,
                       utility_queries=[("salary_by_sex", ["sex"], "salary-class")])
+    # the same figures when population and original are other objects holding the same data:
+    # nothing is shared between them and the table (the usual case of a real release)
+    apart = {**everything, "population": df.copy(deep=True), "original": df.copy(deep=True)}
 
     def all_nine():
         measure_risk(df, qis9, **{k: v for k, v in everything.items() if k != "utility_queries"})
@@ -162,15 +167,32 @@ def adult(repeat: int) -> None:
     def all_with_sensitive():
         measure_risk(df, qis8, "occupation", recursive_c=3, **everything)
 
+    def separate_copies():
+        measure_risk(df, qis8, "occupation", recursive_c=3, **apart)
+
     def no_uniqueness():
         measure_risk(df, qis8, "occupation", recursive_c=3, **{**everything, "uniqueness": False})
+
+    from anon_dagster.risk.classes import EquivalenceClasses
+    from anon_dagster.risk.population import population_uniqueness
+
+    sizes8 = EquivalenceClasses.from_frame(df, qis8).sizes
+
+    def uniqueness_default():
+        population_uniqueness(sizes8, 0.1)
+
+    def uniqueness_no_bootstrap():
+        population_uniqueness(sizes8, 0.1, bootstrap=0)
 
     def groupby9():
         df.groupby(qis9).size()
 
     jobs = (("9 QIs: every figure without a sensitive attribute", all_nine),
             ("8 QIs + occupation: every figure", all_with_sensitive),
+            ("  the same, population and original as copies", separate_copies),
             ("  the same without population uniqueness", no_uniqueness),
+            ("  population uniqueness alone (200 replicates)", uniqueness_default),
+            ("  population uniqueness alone (no bootstrap)", uniqueness_no_bootstrap),
             ("df.groupby(9 QIs).size()", groupby9))
     times: dict[str, list[float]] = {label: [] for label, _ in jobs}
     for _, fn in jobs:
@@ -180,9 +202,9 @@ def adult(repeat: int) -> None:
             times[label].append(timed(fn))
     base = statistics.median(times["df.groupby(9 QIs).size()"])
     rows = [(label, statistics.median(t) * 1000, statistics.median(t) / base) for label, t in times.items()]
-    print(f"Adult {len(df):,} rows (population, uniqueness at f = 0.1 with 50 bootstrap "
-          "replicates, k-map, subgroup, loss/precision, query error; with occupation: l, "
-          "recursive (3,l), t, δ, β); target <= 50 ms")
+    print(f"Adult {len(df):,} rows (population, uniqueness at f = 0.1 with the default 200 "
+          "bootstrap replicates, k-map, subgroup, loss/precision, query error; with occupation: "
+          "l, recursive (3,l), t, δ, β); target <= 50 ms")
     for label, ms, ratio in rows:
         print(f"  {label:<52}{ms:8.1f} ms {ratio:6.1f}x groupby")
 
@@ -215,7 +237,7 @@ def main() -> None:
         del df
     print("  ratio = measure_risk (k, uniques, prosecutor, l distinct+entropy, t TV) / groupby; "
           "target <= 2.0")
-    print("  full = every default figure + population uniqueness at f = 0.1 (50 bootstrap) + δ, β")
+    print("  full = every default figure + population uniqueness at f = 0.1 (200 bootstrap) + δ, β")
     print("  mem ratio = peak resident memory added by measure_risk / DataFrame size; target <= 3")
     if not args.skip_adult:
         adult(max(args.repeat, 21))
