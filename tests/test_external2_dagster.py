@@ -27,6 +27,8 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance
 
+from anon_dagster.cli import main
+
 REPO = Path(__file__).resolve().parents[1]
 MASTER = base64.b64encode(bytes(range(50, 82))).decode()
 
@@ -195,3 +197,71 @@ def test_dg_lists_the_release_component():
     proc = subprocess.run([str(dg), "list", "components"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "AnonReleaseComponent" in proc.stdout
+
+
+DP = """\
+release: clinic_counts
+source: {path: ../raw/visits.csv}
+partitions: {cadence: yearly, start: "2022-01-01", end: "2024-01-01", column: visit_date}
+columns:
+  pid: {role: identifier, pseudonymize: {method: hmac, purpose: research}}
+  visit_date: {role: quasi, hierarchy: {type: date, levels: [month, year]}}
+  age: {role: quasi, hierarchy: {type: interval, widths: [10, 20, 40]}}
+  town: {role: quasi, partition_key: true}
+  outcome: {role: sensitive}
+anonymization: {method: global, k: 5, max_suppression: 0.05}
+policy:
+  thresholds: {k: 5}
+  review_after_days: 45
+composition: {population: clinic_patients, person: pid, min_k: 1}
+publication:
+  path: ../published/{release}/{partition}.csv
+  mode: aggregates
+  epsilon: 1.0
+  total_epsilon: 1.5
+  aggregates:
+    group_by: [town]
+    count: true
+    max_contributions: 1
+    domain: {town: [Avila, Soria]}
+"""
+
+
+@pytest.mark.slow
+def test_dp_aggregates_release_stops_at_the_population_budget(config):
+    root, visits = config
+    (root / "cfg" / "labs.yaml").unlink()
+    (root / "cfg" / "visits.yaml").unlink()
+    (root / "cfg" / "counts.yaml").write_text(DP)
+    defs = load_defs()
+    instance = DagsterInstance.ephemeral()
+    job = defs.resolve_job_def("clinic_counts_release")
+    first = job.execute_in_process(instance=instance, partition_key="2022", raise_on_error=False)
+    assert "clinic_counts/published" in materialized(first), {n: v.passed for n, v in evaluations(first).items()}
+    out = root / "published" / "clinic_counts"
+    published = sorted(p for p in out.iterdir() if p.suffix == ".csv")
+    assert len(published) == 1
+    counts = pd.read_csv(published[0])
+    assert set(counts["town"]) == {"Avila", "Soria"}
+    assert "pid" not in counts.columns and "outcome" not in counts.columns
+    # the second year would spend 2.0 > 1.5: refused, nothing more published
+    second = job.execute_in_process(instance=instance, partition_key="2023", raise_on_error=False)
+    assert not second.success
+    assert "clinic_counts/published" not in materialized(second)
+    assert sorted(p for p in out.iterdir() if p.suffix == ".csv") == published
+    # the report of the first year: four sections, review date = date + 45 days
+    reports = [p for p in root.rglob("*.json") if "clinic_counts" in str(p) and "report" in p.name
+               and "2022" in str(p)]
+    assert reports
+    report = json.loads(reports[0].read_text())
+    for section in ("identification", "hypotheses", "measures", "verdict"):
+        assert section in report
+    date = pd.Timestamp(report["identification"]["date"]).date()
+    review = pd.Timestamp(report["verdict"]["review_date"]).date()
+    assert (review - date).days == 45
+    # rebuilt from the ledger entry: byte-identical JSON
+    rebuilt = root / "rebuilt.json"
+    code = main(["report", str(root / "cfg" / "counts.yaml"), "--partition", "2022", "--format", "json",
+                 "--output", str(rebuilt)])
+    assert code == 0
+    assert rebuilt.read_bytes() == reports[0].read_bytes()
