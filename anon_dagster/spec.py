@@ -243,6 +243,23 @@ class ReleaseSpec(_Model):
         p = Path(text).expanduser()
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
+    def data_folders(self) -> list[Path]:
+        """The folders this release reads personal data from or publishes to.
+
+        Source, publication and population folders (a path's part before its first
+        placeholder): a key store must never sit inside one of them.
+        """
+        paths = [self.source.path, self.publication.path]
+        if self.policy.population is not None:
+            paths.append(self.policy.population.path)
+        folders = []
+        for text in paths:
+            fixed = text.split("{", 1)[0]
+            folder = self.resolve(fixed) if fixed.endswith(("/", "\\")) else self.resolve(fixed).parent
+            if folder not in folders:
+                folders.append(folder)
+        return folders
+
     def columns_with_role(self, role: str) -> list[str]:
         return [name for name, col in self.columns.items() if col.role == role]
 

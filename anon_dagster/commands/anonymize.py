@@ -81,8 +81,11 @@ def run(args: argparse.Namespace) -> int:
     check_data(spec, df, source=source)
     if spec.identifiers:
         from ..pseudonymize import open_keystore, pseudonymize
+        from ..pseudonymize.keystore import check_apart_from
 
         keystore = open_keystore() if spec.pseudonymized else None
+        if keystore is not None:
+            check_apart_from(keystore, spec.data_folders(), f"release {spec.release!r}")
         df, _summary = pseudonymize(df, spec, keystore)
     progress = _Progress(sys.stderr.isatty() and not args.quiet)
     try:

@@ -52,6 +52,7 @@ from dagster import (
 from ..errors import SpecError, UserError
 from ..io import write_bytes_atomic, write_table_atomic
 from ..partitions import UNPARTITIONED, read_release_data
+from ..pseudonymize.keystore import check_apart_from
 from ..release import gate
 from ..spec import ReleaseSpec, check_data
 from . import core
@@ -217,8 +218,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
            description=f"Rows of {spec.release}'s source for the partition, checked against the spec.")
     def raw(context: AssetExecutionContext) -> pd.DataFrame:
         if needs_keystore:
-            # opened first: a key store that cannot be opened fails the run before any write
-            context.resources.keystore.open()
+            # opened first: a key store that cannot be opened, or that sits among the release's
+            # data, fails the run before any write
+            check_apart_from(context.resources.keystore.open(), spec.data_folders(), f"release {spec.release!r}")
         df, path = read_release_data(spec, partition_of(context))
         check_data(spec, df, source=path)
         context.add_output_metadata({"rows": len(df), "source": str(path), "columns": len(df.columns)})

@@ -621,6 +621,24 @@ def open_keystore(path: str | Path | None = None, *, passphrase: str | None = No
     return KeyStore(backend, backend.file.parent, dev=dev)
 
 
+def check_apart_from(keystore: KeyStore, folders: list[Path], owner: str) -> None:
+    """Refuse a key store whose files sit inside one of ``folders`` (a release's data folders).
+
+    The folder names :func:`check_location` refuses cannot know where a particular release
+    reads and publishes; this check, made when a release opens the store, does.
+    """
+    if keystore.state_dir is None:  # keys from the environment or an external service
+        return
+    where = Path(keystore.state_dir).expanduser().resolve()
+    for folder in folders:
+        folder = Path(folder).expanduser().resolve()
+        if where == folder or folder in where.parents:
+            raise SecretError(
+                f"the key store lives inside {folder}, a data or publication folder of {owner}: "
+                "keep keys apart from the data they protect (set ANON_DAGSTER_KEYSTORE elsewhere)"
+            )
+
+
 def init_keystore(path: str | Path, passphrase: str, *, scrypt_n: int | None = None,
                   dev: bool = False) -> KeyStore:
     """Create an encrypted key store at ``path`` (a file, or a folder for ``keystore.json``)."""
