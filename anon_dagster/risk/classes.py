@@ -12,7 +12,7 @@ Computation: every QI column is factorized into dense integer codes (the codes o
 categorical or of an Arrow dictionary column are used as they are), the codes are combined
 into one int64 key by mixed-radix arithmetic (``key = key * cardinality + code``; the key is
 re-factorized to dense codes before the product of cardinalities would overflow), and classes
-are counted with ``np.bincount`` (or a hash factorization when the key space is much larger
+are counted with ``np.bincount`` (or by sorting the keys when the key space is much larger
 than the table). Nothing loops over rows or classes in Python. Only positions are used, never
 index labels, so any index (shuffled, duplicated, non-integer) gives the same classes.
 """
@@ -29,7 +29,7 @@ from ..errors import DataError
 
 _INT64_MAX = np.iinfo(np.int64).max
 
-# Above this many possible keys per row the key space is counted by hashing instead of bincount,
+# Above this many possible keys per row the key space is counted by sorting instead of bincount,
 # so memory stays proportional to the table, not to the product of cardinalities.
 _DENSE_KEYS_PER_ROW = 2
 
@@ -184,12 +184,11 @@ def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     del ordered
     class_sorted = np.cumsum(starts, dtype=ids)
     class_sorted -= 1
-    n_classes = int(class_sorted[-1]) + 1 if n else 0
     row_class = np.empty(n, dtype=ids)
     row_class[order] = class_sorted
     del order, class_sorted
+    # a class's size: the distance from its first sorted row to the next class's
     sizes = np.diff(np.append(np.flatnonzero(starts), n)).astype(np.int64)
-    assert len(sizes) == n_classes
     return row_class, sizes
 
 
