@@ -747,9 +747,10 @@ def _snb_uniques_batch(sizes: np.ndarray, counts: np.ndarray, f: float,
     log_k = np.log(k[todo])
     with np.errstate(all="ignore"):
         res, jac = _snb_residuals(x, log_c, log_k, f)
+        frozen = np.zeros(len(todo), dtype=bool)  # no step improves it: left as it is
         for _ in range(50):
             norm = np.abs(res).max(axis=1)
-            active = np.isfinite(norm) & (norm > 1e-12)
+            active = np.isfinite(norm) & (norm > 1e-12) & ~frozen
             if not active.any():
                 break
             det = jac[:, 0, 0] * jac[:, 1, 1] - jac[:, 0, 1] * jac[:, 1, 0]
@@ -767,6 +768,7 @@ def _snb_uniques_batch(sizes: np.ndarray, counts: np.ndarray, f: float,
                 if not worse.any():
                     break
                 step[worse] /= 2.0
+            frozen |= worse
             x = np.where(worse[:, None], x, trial)
             res = np.where(worse[:, None], res, t_res)
             jac = np.where(worse[:, None, None], jac, t_jac)
