@@ -283,7 +283,10 @@ def measure_risk(
         utility_queries: ``(name, group_by, target)`` tuples, mappings or spec objects, whose
             error against ``original`` is reported in percentage points.
         k: the anonymization's k, for the normalized AECS.
-        uniqueness, bootstrap, seed: population-uniqueness estimation and its bootstrap.
+        uniqueness, bootstrap, seed: population-uniqueness estimation and its class bootstrap
+            (``bootstrap`` replicates for the Poisson-Gamma, Zayatz and SNB intervals, 0 for
+            none; the default 200 costs about 3 ms on Adult's 12,458 classes, as much as every
+            model's point estimate: the cost follows the distinct class sizes, not the rows).
         population_qis: join the population on these QIs only (a subset of the QIs, for a
             population that lacks event attributes such as a date). The journalist figures are
             then those of the coarser classes, which *understate* the risk; reported as
