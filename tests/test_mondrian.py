@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from anon_dagster.anonymize import Policy, mondrian
-from anon_dagster.hierarchies import SuppressionHierarchy, TableHierarchy
+from anon_dagster.hierarchies import MaskHierarchy, SuppressionHierarchy, TableHierarchy
 
 
 def _labels(result, name):
@@ -39,7 +39,8 @@ def test_flat_hierarchy_splits_children_in_hierarchy_order_with_set_labels():
     s = pd.Series(["d", "c", "b", "a"] * 3, name="v")
     r = mondrian([(s, SuppressionHierarchy("v"))], Policy(k=4))
     got = dict(zip(s, _labels(r, "v"), strict=True))
-    assert got == {"d": "{d, c}", "c": "{d, c}", "b": "{b, a}", "a": "{b, a}"}
+    # cut between the children as laid out (d c | b a); each set label lists its members sorted
+    assert got == {"d": "{c, d}", "c": "{c, d}", "b": "{a, b}", "a": "{a, b}"}
 
 
 def test_l_diversity_blocks_a_cut():
@@ -131,3 +132,23 @@ def test_missing_values_in_a_date_qi():
     d = pd.Series(pd.to_datetime(["2024-01-01", "2024-01-02", None, None]), name="d")
     r = mondrian([(d, None)], Policy(k=2))
     assert _labels(r, "d") == ["[2024-01-01, 2024-01-02]"] * 2 + ["<missing>"] * 2
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_set_labels_list_children_sorted_whatever_the_row_order(reverse):
+    # partition p1 holds 28091, 28021, 28041 (k=3: one class, no cut) and p2 the 2801* codes,
+    # so p1's class spans three of 280**'s four children: a set label. Children are ranked by
+    # first appearance, which reversing the rows changes; the label must not.
+    codes = ["28091", "28021", "28041", "28011", "28012", "28013"]
+    parts = [0, 0, 0, 1, 1, 1]
+    if reverse:
+        codes, parts = codes[::-1], parts[::-1]
+    s = pd.Series(codes, name="zip")
+    r = mondrian([(s, MaskHierarchy("zip", keep=[4, 3]))], Policy(k=3),
+                 partition_codes=[np.array(parts)])
+    labels = dict(zip(codes, pd.Series(r.columns["zip"]).astype(str), strict=True))
+    assert labels["28091"] == labels["28021"] == labels["28041"] == "{2802*, 2804*, 2809*}"
+    assert labels["28011"] == "2801*"
+    box = r.boxes["zip"]
+    members = box["members"][box["class_box"][r.row_class[codes.index("28021")]]]
+    assert members == ["2802*", "2804*", "2809*"]

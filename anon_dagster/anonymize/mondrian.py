@@ -6,7 +6,7 @@ every per-class criterion of the policy (k, and l-diversity / t-closeness when d
 no QI can cut is a final class. Each QI of a class is published as the range of its values in
 the class: numeric QIs as an interval ``"lo-hi"`` (a single value when lo = hi), categorical QIs
 as the lowest hierarchy node covering the class's values (or the set of that node's children it
-spans, ``"{a, b}"``).
+spans, sorted: ``"{a, b}"``).
 
 Categorical QIs are cut *along their hierarchy*: values are laid out in the hierarchy's
 depth-first order (children in the order the hierarchy lists them, never by string order), so
@@ -347,7 +347,12 @@ def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels:
 
 
 def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
-    """(level, labels) whose subtrees the label of ranks [lo, hi] covers (mirrors :func:`_label`)."""
+    """(level, labels) of the hierarchy nodes the ranks [lo, hi] of a categorical ``d`` span.
+
+    One label when the range is a single value or a whole node (or spans more than
+    MAX_SET_LABEL children); otherwise the labels of the children it spans, sorted, so a class
+    gets the same label whatever the order of the rows (ranks follow first appearance).
+    """
     if lo == hi:
         return 0, [str(d.labels[0][d.anc[0][lo]])]
     lvl = 0
@@ -356,11 +361,11 @@ def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
             lvl = level
     parent = d.anc[lvl + 1][lo]
     c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
-    children = list(dict.fromkeys(d.anc[lvl][lo:hi + 1].tolist()))
+    children = np.unique(d.anc[lvl][lo:hi + 1])
     whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
     if whole or len(children) > MAX_SET_LABEL:
         return lvl + 1, [str(d.labels[lvl + 1][parent])]
-    return lvl, [str(d.labels[lvl][c]) for c in children]
+    return lvl, sorted(str(d.labels[lvl][c]) for c in children)
 
 
 def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
@@ -477,17 +482,5 @@ def _label(d: _Dim, lo: int, hi: int) -> str:
         if float(a).is_integer() and float(b).is_integer():
             return f"{int(a)}" if lo == hi else f"{int(a)}-{int(b)}"
         return f"{a:g}" if lo == hi else f"[{a:g}, {b:g}]"
-    if lo == hi:
-        return str(d.labels[0][d.anc[0][lo]])
-    lvl = 0
-    for level in range(len(d.anc) - 1):
-        if d.anc[level][lo] != d.anc[level][hi]:
-            lvl = level
-    parent = d.anc[lvl + 1][lo]
-    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
-    if d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]:
-        return str(d.labels[lvl + 1][parent])
-    children = list(dict.fromkeys(d.anc[lvl][lo:hi + 1].tolist()))
-    if len(children) > MAX_SET_LABEL:
-        return str(d.labels[lvl + 1][parent])
-    return "{" + ", ".join(str(d.labels[lvl][c]) for c in children) + "}"
+    _, names = _coverage(d, lo, hi)
+    return names[0] if len(names) == 1 else "{" + ", ".join(names) + "}"
