@@ -244,10 +244,11 @@ class ReleaseSpec(_Model):
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
     def data_folders(self) -> list[Path]:
-        """The folders this release reads personal data from or publishes to.
+        """The folders dedicated to this release's data: a key store must never sit inside one.
 
         Source, publication and population folders (a path's part before its first
-        placeholder): a key store must never sit inside one of them.
+        placeholder). The spec's own folder and its ancestors are left out: a file given beside
+        the spec makes that folder a place of specs, not a data folder.
         """
         paths = [self.source.path, self.publication.path]
         if self.policy.population is not None:
@@ -256,7 +257,7 @@ class ReleaseSpec(_Model):
         for text in paths:
             fixed = text.split("{", 1)[0]
             folder = self.resolve(fixed) if fixed.endswith(("/", "\\")) else self.resolve(fixed).parent
-            if folder not in folders:
+            if folder not in folders and folder != self.base_dir.resolve() and folder not in self.base_dir.resolve().parents:
                 folders.append(folder)
         return folders
 
