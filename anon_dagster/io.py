@@ -1,11 +1,17 @@
-"""Reading and atomically writing tables (csv or parquet, chosen by suffix)."""
+"""Reading and atomically writing tables (csv or parquet, chosen by suffix) and JSON values."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import tempfile
+from collections.abc import Mapping
+from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .errors import DataError
@@ -109,3 +115,43 @@ def write_bytes_atomic(data: bytes, path: str | Path, mode: int = 0o600) -> Path
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def plain_json(value: Any, digits: int | None = None) -> Any:
+    """``value`` as plain JSON types, for files, reports and metadata.
+
+    Numpy scalars and arrays are unwrapped, NaN and infinities become None, tuples lists, sets
+    sorted lists, dataclasses and objects with ``to_dict()`` dicts, dates ISO text, mapping keys
+    text, anything else its ``str``. ``digits`` rounds floats to that many significant digits
+    (None keeps them exact).
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
+    elif hasattr(value, "to_dict") and callable(value.to_dict) and not isinstance(value, Mapping):
+        try:
+            value = value.to_dict()
+        except TypeError:  # a to_dict() that needs arguments is not a plain conversion
+            pass
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [plain_json(v, digits) for v in value]
+        return sorted(items, key=str) if isinstance(value, set | frozenset) else items
+    if isinstance(value, np.ndarray):
+        return [plain_json(v, digits) for v in value.tolist()]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        x = float(value)
+        if not math.isfinite(x):
+            return None
+        return x if digits is None else float(f"{x:.{digits}g}")
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)

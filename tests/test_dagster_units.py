@@ -143,6 +143,20 @@ def test_measure_on_a_hand_computed_table():
     assert list(worst.columns) == ["age", "region", "size"]
 
 
+def test_class_sizes_and_worst_classes_count_missing_values_as_a_value_and_keep_first_row_order():
+    spec = make_spec(policy={"thresholds": {"k": 1}})
+    # classes over (age, region): (A,N) x2, (B,None) x1, (A,None) x2, (B,S) x1 — first rows 0, 2, 3, 5
+    df = pd.DataFrame({"pid": list("abcdef"), "age": ["A", "A", "B", "A", "A", "B"],
+                       "region": ["N", "N", None, None, None, "S"], "day": ["2023-01-01"] * 6,
+                       "dx": list("xyxyxy")})
+    assert sorted(policy.class_sizes(spec, df)) == [1, 1, 2, 2]
+    worst = policy.worst_classes(spec, df, limit=3)
+    rows = [(r["age"], None if pd.isna(r["region"]) else r["region"], r["size"]) for r in worst.to_dict("records")]
+    assert rows == [("B", None, 1), ("B", "S", 1), ("A", "N", 2)]
+    assert policy.class_sizes(spec, df.iloc[0:0]) == []
+    assert policy.worst_classes(spec, df.iloc[0:0]).empty
+
+
 # ----- contract --------------------------------------------------------------------------------------
 
 

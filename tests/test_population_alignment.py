@@ -350,6 +350,13 @@ def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
     assert 0.01 < jr.metadata["measured"].value <= 0.5  # F >= 2 for every class (k=2 from the people)
     assert "popjr/published" not in materialized(result)
     assert not (env / "published" / "popjr" / "2023.parquet").exists()
+    # the refused evaluation's report states the figures the check refused (population placed)
+    report = json.loads((env / "reports" / "popjr" / "2023" / "risk_report.json").read_text())
+    assert report["verdict"]["publishable"] is False
+    risk = report["measures"]["metrics"]
+    assert risk["journalist_max"] == pytest.approx(jr.metadata["measured"].value)
+    assert risk["journalist_max"] < risk["prosecutor_max"]  # F > f: the population was used
+    assert risk["marketer"] is not None
 
 
 def test_cli_risk_config_places_the_population_with_the_record_beside_the_output(tmp_path, capsys):

@@ -20,6 +20,10 @@ def table_hash(df: pd.DataFrame) -> str:
     row hashes of :func:`pandas.util.hash_pandas_object` (index excluded, fixed default key),
     which hash values, not memory layout: the same table read back from csv or parquet, or held
     as categorical or plain strings, hashes the same provided the values and dtypes' kinds agree.
+
+    Why not :func:`anon_dagster.release.ledger.dataset_hash`: that one includes the dtypes (it
+    identifies a published file exactly), while the record's ``output_hash`` must match the
+    same anonymized table however it was stored and read back (a categorical may return as text).
     """
     digest = hashlib.sha256()
     digest.update("\0".join(map(str, df.columns)).encode())

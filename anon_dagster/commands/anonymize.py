@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import UserError
-from ..io import table_format, write_bytes_atomic, write_table_atomic
+from ..io import plain_json, table_format, write_bytes_atomic, write_table_atomic
 from ..partitions import read_release_data
 from ..spec import ReleaseSpec, check_data, load_spec
 
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     record["source"] = {"rows": len(df), "partition": args.partition}
     record_path = out.with_name(out.name + ".transformations.json")
     write_table_atomic(result.data, out)
-    write_bytes_atomic((json.dumps(record, indent=2, sort_keys=False, default=str) + "\n").encode(),
+    write_bytes_atomic((json.dumps(plain_json(record), indent=2, sort_keys=False) + "\n").encode(),
                        record_path)
     if not args.quiet:
         print(summary(record, out, time.perf_counter() - t0))

@@ -50,7 +50,7 @@ from dagster import (
 )
 
 from ..errors import SpecError, UserError
-from ..io import write_bytes_atomic, write_table_atomic
+from ..io import plain_json, write_bytes_atomic, write_table_atomic
 from ..partitions import UNPARTITIONED, read_release_data
 from ..pseudonymize.keystore import check_apart_from
 from ..release import gate
@@ -235,7 +235,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if spec.pseudonymized:
             store = context.resources.keystore.open()
             out, summary = core.pseudonymize(raw, spec, store)
-            meta["pseudonymization"] = MetadataValue.json(_jsonable(summary.to_dict()))
+            meta["pseudonymization"] = MetadataValue.json(plain_json(summary.to_dict()))
         else:
             out = raw.drop(columns=[c for c in spec.identifiers if c in raw.columns])
         if spec.composition is not None:
@@ -271,7 +271,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             "rows": len(data), "suppressed": int(result.suppressed),
             "k": measures.get("k"), "verdict": report["verdict"]["verdict"],
             "risk_report": MetadataValue.md(core.render(report, "md")),
-            "transformation_record": MetadataValue.md("```json\n" + json.dumps(_jsonable(_record_summary(record)), indent=2) + "\n```"),
+            "transformation_record": MetadataValue.md("```json\n" + json.dumps(plain_json(_record_summary(record)), indent=2) + "\n```"),
             "report_files": MetadataValue.path(str(reports_folder(spec, reports_dir, partition))),
             "class_size_histogram": histogram_table(gate.class_size_histogram(measures)),
         })
@@ -296,6 +296,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         selected = {k.name for k in context.selected_asset_check_keys}
         outcomes: dict[str, gate.Outcome] = {}
         hist = worst = None
+        record: dict[str, Any] | None = None
+        measures: dict[str, Any] | None = None
         try:
             # the stored record of this partition places the population (once for all checks)
             record = gate.load_record(reports_folder(spec, reports_dir, partition_of(context)))
@@ -324,7 +326,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             # a refused release keeps its report, and the ledger remembers the evaluation
             try:
                 _record_refusal(context, spec, anonymized, list(outcomes.values()),
-                                reports_folder(spec, reports_dir, partition_of(context)))
+                                reports_folder(spec, reports_dir, partition_of(context)), measures, record)
             except Exception as exc:
                 context.log.warning(f"the refused evaluation could not be recorded: {_describe(exc)}")
         for name, _ in t.check_names():
@@ -502,7 +504,7 @@ def _safe_budget(spec: ReleaseSpec, context: Any) -> gate.Outcome:
                f"{state.composed_before:.4g} to {state.composed_after:.4g} of {total:g} ({method} composition)")
     return gate.Outcome("epsilon_budget", bool(state.allowed), value=float(state.composed_after),
                           threshold=float(total), comparison="<=", summary=summary,
-                          details={"composition": _jsonable(state.to_dict())})
+                          details={"composition": plain_json(state.to_dict())})
 
 
 def _publish_aggregates(context: AssetExecutionContext, spec: ReleaseSpec, t: ReleaseTranslator,
@@ -544,22 +546,14 @@ def _publish_aggregates(context: AssetExecutionContext, spec: ReleaseSpec, t: Re
         "path": MetadataValue.path(str(target)), "cells": len(aggregates.table),
         "epsilon": float(spec.publication.epsilon or 0), "ledger_entry": outcome.publication_id,
         "report": MetadataValue.path(str(report_path)),
-        "expected_error": MetadataValue.json(_jsonable(aggregates.measures)),
+        "expected_error": MetadataValue.json(plain_json(aggregates.measures)),
     })
 
 
 def _outcome_dicts(outcomes: list[gate.Outcome]) -> list[dict[str, Any]]:
-    return [{"name": o.name, "passed": bool(o.passed), "severity": o.severity, "value": _jsonable(o.value),
-             "threshold": _jsonable(o.threshold), "comparison": o.comparison, "summary": o.summary}
+    return [{"name": o.name, "passed": bool(o.passed), "severity": o.severity, "value": plain_json(o.value),
+             "threshold": plain_json(o.threshold), "comparison": o.comparison, "summary": o.summary}
             for o in outcomes]
-
-
-def _class_sizes(spec: ReleaseSpec, data: pd.DataFrame) -> list[int]:
-    view = gate.publishable_view(data)
-    qis = [q for q in spec.quasi_identifiers if q in view.columns]
-    if view.empty or not qis:
-        return []
-    return view.groupby(qis, dropna=False, sort=False, observed=True).size().astype(int).tolist()
 
 
 def _report_inputs(spec: ReleaseSpec, partition: str | None, data: pd.DataFrame, measures: dict[str, Any],
@@ -572,8 +566,8 @@ def _report_inputs(spec: ReleaseSpec, partition: str | None, data: pd.DataFrame,
                for o in outcomes if o.name.startswith("utility_")]
     return core.report_inputs(
         spec, partition=partition, data_hash=core.dataset_hash(view), measures=measures,
-        class_sizes=_class_sizes(spec, data), population_uniqueness=measures.get("population_uniqueness"),
-        utility={"queries": _jsonable(queries)}, anonymization_record=_jsonable(record or {}),
+        class_sizes=gate.class_sizes(spec, data), population_uniqueness=measures.get("population_uniqueness"),
+        utility={"queries": plain_json(queries)}, anonymization_record=plain_json(record or {}),
         composition=composition, checks=_outcome_dicts(outcomes), mitigations=mitigations,
         published_path=published_path, report_path=report_path,
     )
@@ -587,20 +581,22 @@ def _write_report(spec: ReleaseSpec, folder: Path, partition: str | None, data: 
                             [unreachable] if unreachable else [], report_path=str(folder / "risk_report.md"))
     report = core.build_report(inputs)
     if record is not None:
-        write_bytes_atomic(json.dumps(_jsonable(record), indent=2, sort_keys=True).encode(), folder / "transformations.json")
+        write_bytes_atomic(json.dumps(plain_json(record), indent=2, sort_keys=True).encode(), folder / "transformations.json")
     for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
         write_bytes_atomic(core.render(report, fmt).encode(), folder / f"risk_report.{suffix}")
     return report
 
 
 def _record_refusal(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame, outcomes: list[gate.Outcome],
-                    folder: Path) -> None:
-    """Record a refused evaluation in the ledger, with its report (verdict: not publishable)."""
-    measures = gate.measure(spec, anonymized)
-    record = None
-    record_file = folder / "transformations.json"
-    if record_file.exists():
-        record = json.loads(record_file.read_text())
+                    folder: Path, measures: dict[str, Any] | None, record: dict[str, Any] | None) -> None:
+    """Record a refused evaluation in the ledger, with its report (verdict: not publishable).
+
+    ``measures`` and ``record`` are those the checks used (population placed in the classes),
+    so the report states the very figures the checks refused; ``measures`` is None only when
+    the checks could not measure, and the report then holds what can be measured without them.
+    """
+    if measures is None:
+        measures = gate.measure(spec, anonymized)
     comp = next((o.details.get("composition") for o in outcomes if o.name == "composition"), None)
     inputs = _report_inputs(spec, partition_of(context), anonymized, measures, outcomes, record, comp,
                             [], report_path=str(folder / "risk_report.md"))
@@ -681,20 +677,3 @@ def _check_description(spec: ReleaseSpec, name: str) -> str:
         if name == f"utility_{q.name}":
             return f"prevalence of {q.target} by {', '.join(q.group_by)}: error <= {q.max_error_points} points ({q.severity})"
     return name
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays, paths and frames made JSON-friendly."""
-    return json.loads(json.dumps(value, default=_default))
-
-
-def _default(v: Any) -> Any:
-    if hasattr(v, "tolist"):
-        return v.tolist()
-    if hasattr(v, "item"):
-        return v.item()
-    if isinstance(v, pd.DataFrame):
-        return v.to_dict(orient="records")
-    if isinstance(v, set | frozenset | tuple):
-        return list(v)
-    return str(v)

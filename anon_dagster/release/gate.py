@@ -30,7 +30,7 @@ from ..anonymize.record import table_hash
 from ..errors import DataError
 from ..io import read_table
 from ..pseudonymize import pseudonym_pattern
-from ..risk import measure_risk, utility_query_error
+from ..risk import EquivalenceClasses, measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
 
 # threshold key -> (check name, comparison, human label)
@@ -256,14 +256,37 @@ def class_size_histogram(measures: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"sizes": str(r["sizes"]), "classes": int(r["classes"]), "rows": int(r["rows"])} for r in hist]
 
 
-def worst_classes(spec: ReleaseSpec, anonymized: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
-    """The smallest equivalence classes: their QI values and size, nothing else of the rows."""
+def published_classes(spec: ReleaseSpec, anonymized: pd.DataFrame) -> EquivalenceClasses | None:
+    """The equivalence classes of the published view over the spec's QIs it holds.
+
+    None when the view is empty or holds no QI (there are no classes to describe).
+    """
     data = publishable_view(anonymized)
     qis = [q for q in spec.quasi_identifiers if q in data.columns]
     if not qis or data.empty:
-        return pd.DataFrame(columns=[*qis, "size"])
-    sizes = data.groupby(qis, dropna=False, sort=False, observed=True).size().rename("size")
-    return sizes.sort_values(kind="stable").head(limit).reset_index()
+        return None
+    return EquivalenceClasses.from_frame(data, qis)
+
+
+def class_sizes(spec: ReleaseSpec, anonymized: pd.DataFrame) -> list[int]:
+    """The size of every published equivalence class (empty when there is none)."""
+    ec = published_classes(spec, anonymized)
+    return [] if ec is None else ec.sizes.astype(int).tolist()
+
+
+def worst_classes(spec: ReleaseSpec, anonymized: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
+    """The smallest equivalence classes: their QI values and size, nothing else of the rows.
+
+    Smallest first; classes of equal size in the order of their first row.
+    """
+    ec = published_classes(spec, anonymized)
+    if ec is None:
+        data = publishable_view(anonymized)
+        return pd.DataFrame(columns=[*[q for q in spec.quasi_identifiers if q in data.columns], "size"])
+    order = np.lexsort((ec.first_rows, ec.sizes))[:limit]
+    table = ec.keys().iloc[order].reset_index(drop=True)
+    table["size"] = ec.sizes[order].astype(np.int64)
+    return table
 
 
 def raw_identifier_values(spec: ReleaseSpec, raw: pd.DataFrame) -> dict[str, set[str]]:
@@ -380,7 +403,7 @@ def as_float(value: Any) -> float | None:
 
 __all__ = [
     "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "THRESHOLD_CHECKS", "Outcome", "as_float",
-    "class_size_histogram", "contract_problems", "gate_outcomes",
-    "load_population", "load_record", "measure", "population_in_classes", "publishable_view", "raw_identifier_values",
+    "class_size_histogram", "class_sizes", "contract_problems", "gate_outcomes",
+    "load_population", "load_record", "measure", "population_in_classes", "publishable_view", "published_classes", "raw_identifier_values",
     "summary_markdown", "threshold_outcomes", "utility_outcomes", "worst_classes",
 ]

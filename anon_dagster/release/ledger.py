@@ -98,6 +98,11 @@ def dataset_hash(df: pd.DataFrame) -> str:
 
     Uses pandas' per-row hash of each column, so equal tables hash equal whatever the file
     format they were read from, provided the dtypes agree.
+
+    This is the report's and the ledger's identification of *what was published*: the dtypes
+    are part of it (a categorical and a text column holding the same labels hash differently).
+    :func:`anon_dagster.anonymize.record.table_hash` is the other hash, deliberately blind to
+    that difference: it ties a transformation record to its table across a storage round trip.
     """
     digest = hashlib.sha256()
     digest.update(json.dumps([str(c) for c in df.columns]).encode())

@@ -22,10 +22,8 @@ NaN and infinities written as null, a final newline.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
-import math
 import subprocess
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -34,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..io import plain_json
 
 REPORT_FORMAT = 1
 VERDICT_OK = "publishable"
@@ -54,38 +54,9 @@ _THRESHOLD_SENSE = {
 
 
 def canonical(value: Any) -> Any:
-    """``value`` as plain JSON types: numpy scalars unwrapped, floats rounded to 12
-    significant digits, NaN/inf → None, tuples → lists, dataclasses → dicts, keys → str."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
-    elif hasattr(value, "to_dict") and callable(value.to_dict) and not isinstance(value, Mapping):
-        try:
-            value = value.to_dict()
-        except TypeError:
-            pass
-    if isinstance(value, Mapping):
-        return {str(k): canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = [canonical(v) for v in value]
-        return sorted(items, key=str) if isinstance(value, set | frozenset) else items
-    if isinstance(value, np.ndarray):
-        return [canonical(v) for v in value.tolist()]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        x = float(value)
-        if not math.isfinite(x):
-            return None
-        return float(f"{x:.12g}")
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    return str(value)
+    """``value`` as plain JSON types (:func:`anon_dagster.io.plain_json`), floats rounded to 12
+    significant digits so a rebuilt report is byte-identical."""
+    return plain_json(value, digits=12)
 
 
 def render_json(report: Mapping[str, Any]) -> str:
