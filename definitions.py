@@ -8,5 +8,6 @@ import os
 from pathlib import Path
 
 from anon_dagster.dagster import load_release_definitions
+from anon_dagster.dagster.components import CONFIG_ENV
 
-defs = load_release_definitions(os.environ.get("ANON_DAGSTER_CONFIG") or Path(__file__).parent / "assets_config")
+defs = load_release_definitions(os.environ.get(CONFIG_ENV) or Path(__file__).parent / "assets_config")

@@ -22,12 +22,12 @@ from ..io import read_table, write_table_atomic
 from ..pseudonymize.keystore import (
     DEFAULT_SCRYPT_N,
     DEV_PASSPHRASE,
-    ENV_DEV,
     ENV_KEYSTORE,
     ENV_PASSPHRASE,
     KEYSTORE_FILENAME,
     KeyStore,
     dev_keystore_path,
+    dev_keystore_requested,
     init_keystore,
     open_keystore,
 )
@@ -98,7 +98,7 @@ def _open(args: argparse.Namespace) -> KeyStore:
 
 def run_init(args: argparse.Namespace) -> int:
     path = args.path or os.environ.get(ENV_KEYSTORE)
-    dev = args.dev or os.environ.get(ENV_DEV, "").lower() in ("1", "true", "yes", "on")
+    dev = args.dev or dev_keystore_requested()
     if not path:
         if not dev:
             raise SecretError(f"where? give --path or set {ENV_KEYSTORE} (a location apart from the data and the code)")

@@ -17,11 +17,8 @@ from dagster import ConfigurableResource, EnvVar
 from pydantic import PrivateAttr
 
 from ..errors import SecretError
+from ..pseudonymize.keystore import ENV_KEYSTORE, ENV_PASSPHRASE
 from . import core
-
-KEYSTORE_ENV = "ANON_DAGSTER_KEYSTORE"
-PASSPHRASE_ENV = "ANON_DAGSTER_KEYSTORE_PASSPHRASE"
-MASTER_KEY_ENV = "ANON_DAGSTER_MASTER_KEY"
 
 
 class KeyStoreResource(ConfigurableResource):
@@ -69,8 +66,8 @@ def keystore_from_env() -> KeyStoreResource:
     "environment variable not set".
     """
     return KeyStoreResource(
-        path=EnvVar(KEYSTORE_ENV) if os.environ.get(KEYSTORE_ENV) else None,
-        passphrase=EnvVar(PASSPHRASE_ENV) if os.environ.get(PASSPHRASE_ENV) else None,
+        path=EnvVar(ENV_KEYSTORE) if os.environ.get(ENV_KEYSTORE) else None,
+        passphrase=EnvVar(ENV_PASSPHRASE) if os.environ.get(ENV_PASSPHRASE) else None,
     )
 
 

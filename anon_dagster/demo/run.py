@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..pseudonymize.keystore import ENV_DEV, ENV_KEYSTORE, ENV_MASTER_KEY
 from .generate import REPO_ROOT, default_out_dir, generate
 
 DEMO_SPEC = REPO_ROOT / "assets_config" / "hospital_discharges.yaml"
@@ -38,7 +39,7 @@ def run_demo(spec: str | Path = DEMO_SPEC) -> int:
     import logging
     import warnings
 
-    saved = {v: os.environ.get(v) for v in ("DAGSTER_HOME", "ANON_DAGSTER_DEV_KEYSTORE")}
+    saved = {v: os.environ.get(v) for v in ("DAGSTER_HOME", ENV_DEV)}
     keystore_log = logging.getLogger("anon_dagster.pseudonymize.keystore")
     saved_level = keystore_log.level
     try:
@@ -62,14 +63,14 @@ def _run_demo(spec: Path) -> int:
     print(f"demo data in {_show(default_out_dir())}: {state} ({sizes})", flush=True)
 
     # Development key store: only when no real one is configured.
-    configured = any(os.environ.get(v) for v in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_MASTER_KEY"))
+    configured = any(os.environ.get(v) for v in (ENV_KEYSTORE, ENV_MASTER_KEY))
     if not configured:
         import warnings
 
         from ..pseudonymize import open_keystore
         from ..pseudonymize.keystore import dev_keystore_path
 
-        os.environ["ANON_DAGSTER_DEV_KEYSTORE"] = "1"
+        os.environ[ENV_DEV] = "1"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             open_keystore(dev=True)

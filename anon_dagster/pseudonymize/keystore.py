@@ -57,6 +57,7 @@ ENV_PASSPHRASE = "ANON_DAGSTER_KEYSTORE_PASSPHRASE"
 ENV_MASTER_KEY = "ANON_DAGSTER_MASTER_KEY"
 ENV_DEV = "ANON_DAGSTER_DEV_KEYSTORE"
 ENV_STATE = "ANON_DAGSTER_KEYSTORE_STATE"
+ENV_VAULT_KEY = "ANON_DAGSTER_VAULT_KEY"  # read by the Vault backend (vault.py)
 
 FILE_FORMAT = "anon_dagster.keystore"
 FILE_FORMAT_VERSION = 1
@@ -562,7 +563,9 @@ class KeyStore:
         return f"<KeyStore {self.describe()}, versions [{versions}]>"
 
 
-def _truthy(value: str | None) -> bool:
+def dev_keystore_requested() -> bool:
+    """Whether the environment asks for the development key store (``ANON_DAGSTER_DEV_KEYSTORE``)."""
+    value = os.environ.get(ENV_DEV)
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -592,10 +595,10 @@ def open_keystore(path: str | Path | None = None, *, passphrase: str | None = No
     ``.anon_dagster/dev-keystore`` at the project root (created on first use, with a warning).
     Anything else raises :class:`SecretError`, whose message never holds key material.
     """
-    dev = _truthy(os.environ.get(ENV_DEV)) if dev is None else dev
+    dev = dev_keystore_requested() if dev is None else dev
     if path is None and os.environ.get(ENV_MASTER_KEY):
         return KeyStore(EnvKeyBackend(os.environ[ENV_MASTER_KEY]), _state_dir_for_env())
-    if path is None and os.environ.get("ANON_DAGSTER_VAULT_KEY"):
+    if path is None and os.environ.get(ENV_VAULT_KEY):
         from .vault import VaultTransitBackend  # only deployments that use Vault load it
 
         return KeyStore(VaultTransitBackend.from_env(), _state_dir_for_env())

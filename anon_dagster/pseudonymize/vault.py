@@ -30,9 +30,8 @@ import urllib.request
 from datetime import UTC, datetime
 
 from ..errors import SecretError
-from .keystore import ExternalKeyBackend, KeyInfo
+from .keystore import ENV_VAULT_KEY, ExternalKeyBackend, KeyInfo
 
-ENV_VAULT_KEY = "ANON_DAGSTER_VAULT_KEY"
 ENV_VAULT_MOUNT = "ANON_DAGSTER_VAULT_MOUNT"
 
 
