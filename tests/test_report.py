@@ -232,3 +232,13 @@ def test_html_report_renders_in_headless_chromium(demo, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert shot.exists() and shot.stat().st_size > 20_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_format_value_one_rule_for_figures():
+    from anon_dagster.release.report import format_value
+
+    assert format_value(1 / 3) == "0.3333"
+    assert format_value(12345.678) == "1.235e+04"
+    assert format_value(7) == "7"
+    assert format_value(None) == "—" and format_value(None, missing="-") == "-"
+    assert format_value({"l": 3, "c": 2}) == '{"c": 2, "l": 3}'

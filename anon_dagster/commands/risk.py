@@ -25,6 +25,7 @@ import pandas as pd
 from ..errors import DataError, UserError
 from ..io import read_table
 from ..partitions import read_release_data
+from ..release.report import format_value
 from ..risk.measures import CONTRACT_KEYS, RiskMeasures, measure_risk
 from ..spec import ReleaseSpec
 
@@ -237,11 +238,7 @@ def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return format_value(value, missing="-")
 
 
 def render(measures: RiskMeasures, source: str) -> str:

@@ -32,6 +32,7 @@ from ..io import read_table
 from ..pseudonymize import pseudonym_pattern
 from ..risk import EquivalenceClasses, measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
+from .report import format_value as _fmt
 
 # threshold key -> (check name, comparison, human label)
 THRESHOLD_CHECKS: dict[str, tuple[str, str, str]] = {
@@ -186,12 +187,6 @@ def _compare(value: float, comparison: str, threshold: float) -> bool:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return False
     return value >= threshold if comparison == ">=" else value <= threshold
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
 
 
 def threshold_outcomes(spec: ReleaseSpec, measures: Mapping[str, Any]) -> list[Outcome]:

@@ -370,9 +370,10 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
 # ----- Markdown ---------------------------------------------------------------------------------
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any, missing: str = "—") -> str:
+    """A figure as text: floats to 4 significant digits, lists and dicts as JSON, None as ``missing``."""
     if value is None:
-        return "—"
+        return missing
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list | dict):
@@ -381,7 +382,7 @@ def _fmt(value: Any) -> str:
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    esc = lambda s: _fmt(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    esc = lambda s: format_value(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return lines
@@ -403,7 +404,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             + ("" if hyp["population"]["sampling_fraction_declared"] else " (assumed)"),
             f"- **Adversary model**: {hyp['adversary']}; **severity**: {hyp['severity']}",
             "- **Thresholds (declared before measuring)**: "
-            + (", ".join(f"{k} {_fmt(v)}" for k, v in sorted(hyp["thresholds"].items())) or "none"),
+            + (", ".join(f"{k} {format_value(v)}" for k, v in sorted(hyp["thresholds"].items())) or "none"),
             "", "**What the method cannot see**", ""]
     out += [f"- {b}" for b in hyp["what_the_method_cannot_see"]]
     out += ["", "## 3. Measures", ""]
@@ -433,7 +434,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             out += [""]
     sup = meas.get("suppression")
     if sup:
-        out += [f"**Suppression**: {_fmt(sup.get('rows'))} rows ({_fmt(sup.get('share'))})", ""]
+        out += [f"**Suppression**: {format_value(sup.get('rows'))} rows ({format_value(sup.get('share'))})", ""]
         if sup.get("by_group"):
             out += _md_table(["group", "suppressed"], sorted(sup["by_group"].items())) + [""]
     comp = meas.get("composition")
@@ -441,7 +442,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         out += ["**Composition with earlier publications**", "", "```", comp.get("text", ""), "```", ""]
     dp = meas.get("dp")
     if dp:
-        out += [f"**Differential privacy**: ε = {_fmt(dp.get('epsilon'))} ({dp.get('mechanism', '')})", ""]
+        out += [f"**Differential privacy**: ε = {format_value(dp.get('epsilon'))} ({dp.get('mechanism', '')})", ""]
         rows = [[m, v.get("sensitivity"), v.get("std"), v.get("interval_95")] for m, v in sorted((dp.get("measures") or {}).items())]
         if rows:
             out += _md_table(["measure", "sensitivity", "std per cell", "95% half-width"], rows) + [""]
@@ -496,7 +497,7 @@ pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}code{font-si
 
 def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -567,7 +568,7 @@ def render_html(report: Mapping[str, Any]) -> str:
                                      [[q.get("name"), q.get("error_points"), q.get("max_error_points"), q.get("passed")] for q in util["queries"]]))
     sup = meas.get("suppression")
     if sup:
-        parts.append(f"<h3>Suppression</h3><p>{e(_fmt(sup.get('rows')))} rows suppressed ({e(_fmt(sup.get('share')))})</p>")
+        parts.append(f"<h3>Suppression</h3><p>{e(format_value(sup.get('rows')))} rows suppressed ({e(format_value(sup.get('share')))})</p>")
         if sup.get("by_group"):
             parts.append(_html_table(["group", "suppressed"], sorted(sup["by_group"].items())))
     comp = meas.get("composition")
@@ -575,7 +576,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         parts.append(f"<h3>Composition with earlier publications</h3><pre>{e(comp.get('text', ''))}</pre>")
     dp = meas.get("dp")
     if dp:
-        parts.append(f"<h3>Differential privacy</h3><p>ε = {e(_fmt(dp.get('epsilon')))} — {e(dp.get('mechanism', ''))}</p>")
+        parts.append(f"<h3>Differential privacy</h3><p>ε = {e(format_value(dp.get('epsilon')))} — {e(dp.get('mechanism', ''))}</p>")
         parts.append(_html_table(["measure", "sensitivity", "std per cell", "95% half-width"],
                                  [[m, v.get("sensitivity"), v.get("std"), v.get("interval_95")] for m, v in sorted((dp.get("measures") or {}).items())]))
     parts += [
@@ -583,8 +584,8 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<table><tr><th>check</th><th>passed</th><th>severity</th><th>value</th><th>threshold</th><th>summary</th></tr>",
         *[
             f'<tr><td>{e(c["name"])}</td><td class="{"ok" if c["passed"] else "bad"}">{"yes" if c["passed"] else "NO"}</td>'
-            f'<td>{e(_fmt(c.get("severity")))}</td><td>{e(_fmt(c.get("value")))}</td><td>{e(_fmt(c.get("threshold")))}</td>'
-            f'<td>{e(_fmt(c.get("summary")))}</td></tr>'
+            f'<td>{e(format_value(c.get("severity")))}</td><td>{e(format_value(c.get("value")))}</td><td>{e(format_value(c.get("threshold")))}</td>'
+            f'<td>{e(format_value(c.get("summary")))}</td></tr>'
             for c in verdict["checks"]
         ],
         "</table>",
