@@ -6,7 +6,8 @@ import dataclasses
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -81,40 +82,41 @@ def write_table_atomic(df: pd.DataFrame, path: str | Path, mode: int = 0o600) ->
     """
     path = Path(path)
     fmt = table_format(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        os.chmod(tmp, mode)
+    with _atomic_target(path, mode) as tmp:
         if fmt == "parquet":
             df.to_parquet(tmp, index=False)
         else:
             df.to_csv(tmp, index=False)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 
 def write_bytes_atomic(data: bytes, path: str | Path, mode: int = 0o600) -> Path:
     """Write bytes to ``path`` atomically (temporary file, fsync, rename), with ``mode``."""
     path = Path(path)
+    with _atomic_target(path, mode) as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+@contextmanager
+def _atomic_target(path: Path, mode: int) -> Iterator[str]:
+    """A temporary file beside ``path``, created with permissions ``mode``, to be written in the
+    block; then flushed to disk and renamed onto ``path``. On any failure it is removed and
+    ``path`` is left as it was (readers never see a half-written file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        yield tmp
+        with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
 
 
 def plain_json(value: Any, digits: int | None = None) -> Any:

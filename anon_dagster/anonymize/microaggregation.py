@@ -38,25 +38,21 @@ def mdav(x: np.ndarray, k: int) -> np.ndarray:
         near = np.argpartition(d, k - 1)[:k] if len(pool) > k else np.arange(len(pool))
         return near
 
+    def peel(far_from: np.ndarray) -> int:
+        """Group the alive record farthest from ``far_from`` with its nearest; return that record."""
+        nonlocal alive, gid
+        r = alive[np.argmax(((z[alive] - far_from) ** 2).sum(axis=1))]
+        near = take_group(z[r], alive)
+        groups[alive[near]] = gid
+        gid += 1
+        alive = np.delete(alive, near)
+        return r
+
     while len(alive) >= 3 * k:
-        c = z[alive].mean(axis=0)
-        r = alive[np.argmax(((z[alive] - c) ** 2).sum(axis=1))]
-        near = take_group(z[r], alive)
-        groups[alive[near]] = gid
-        gid += 1
-        alive = np.delete(alive, near)
-        s = alive[np.argmax(((z[alive] - z[r]) ** 2).sum(axis=1))]
-        near = take_group(z[s], alive)
-        groups[alive[near]] = gid
-        gid += 1
-        alive = np.delete(alive, near)
+        r = peel(z[alive].mean(axis=0))
+        peel(z[r])  # then the record farthest from r
     if len(alive) >= 2 * k:
-        c = z[alive].mean(axis=0)
-        r = alive[np.argmax(((z[alive] - c) ** 2).sum(axis=1))]
-        near = take_group(z[r], alive)
-        groups[alive[near]] = gid
-        gid += 1
-        alive = np.delete(alive, near)
+        peel(z[alive].mean(axis=0))
     groups[alive] = gid
     return groups
 
