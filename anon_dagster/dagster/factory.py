@@ -540,8 +540,7 @@ def _publish_aggregates(context: AssetExecutionContext, spec: ReleaseSpec, t: Re
     except BaseException:
         aside.unlink(missing_ok=True)
         raise
-    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
-        write_bytes_atomic(core.render(report, fmt).encode(), Path(f"{stem}.report.{suffix}"), mode=0o644)
+    _write_report_files(report, Path(f"{stem}.report"), mode=0o644)
     return MaterializeResult(metadata={
         "path": MetadataValue.path(str(target)), "cells": len(aggregates.table),
         "epsilon": float(spec.publication.epsilon or 0), "ledger_entry": outcome.publication_id,
@@ -582,8 +581,7 @@ def _write_report(spec: ReleaseSpec, folder: Path, partition: str | None, data: 
     report = core.build_report(inputs)
     if record is not None:
         write_bytes_atomic(json.dumps(plain_json(record), indent=2, sort_keys=True).encode(), folder / "transformations.json")
-    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
-        write_bytes_atomic(core.render(report, fmt).encode(), folder / f"risk_report.{suffix}")
+    _write_report_files(report, folder / "risk_report")
     return report
 
 
@@ -601,8 +599,7 @@ def _record_refusal(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame, o
     inputs = _report_inputs(spec, partition_of(context), anonymized, measures, outcomes, record, comp,
                             [], report_path=str(folder / "risk_report.md"))
     _, report = core.record_evaluation(context.resources.ledger.open(), spec, inputs)
-    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
-        write_bytes_atomic(core.render(report, fmt).encode(), folder / f"risk_report.{suffix}")
+    _write_report_files(report, folder / "risk_report")
 
 
 def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.DataFrame,
@@ -643,10 +640,15 @@ def _publish(context: AssetExecutionContext, spec: ReleaseSpec, anonymized: pd.D
     except BaseException:
         aside.unlink(missing_ok=True)
         raise
-    for fmt, suffix in (("md", "md"), ("html", "html"), ("json", "json")):
-        write_bytes_atomic(core.render(report, fmt).encode(), Path(f"{stem}.report.{suffix}"), mode=0o644)
+    _write_report_files(report, Path(f"{stem}.report"), mode=0o644)
     return {"data_hash": inputs["data_hash"], "ledger_entry": outcome.publication_id,
             "ledger_action": outcome.action, "report": MetadataValue.path(str(report_path))}
+
+
+def _write_report_files(report: dict[str, Any], base: Path, mode: int = 0o600) -> None:
+    """Write ``report`` as ``<base>.md``, ``<base>.html`` and ``<base>.json``, each atomically."""
+    for fmt in ("md", "html", "json"):
+        write_bytes_atomic(core.render(report, fmt).encode(), base.with_name(f"{base.name}.{fmt}"), mode=mode)
 
 
 def _record_summary(record: dict[str, Any]) -> dict[str, Any]:
