@@ -525,7 +525,7 @@ def test_the_installed_command_exits_2_without_traceback(tmp_path):
     assert "'b'" in proc.stderr
 
 
-# ----- known defects, kept as strict expected failures until fixed --------------------------
+# ----- regressions: a key given twice, numeric QIs with missing values under Mondrian -----------
 
 
 def test_a_column_declared_twice_is_refused(tmp_path, capsys, no_keys):
