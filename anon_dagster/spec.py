@@ -139,6 +139,10 @@ class AnonymizationSpec(_Model):
     suppression: Literal["rows", "cells"] = "rows"
     seed: int = 0
     pram: dict[str, Any] | None = None
+    # global recoding's risk-utility frontier: "complete" resolves every lattice node, "partial"
+    # lists the minimal nodes the search already settled; unset = complete without suppression
+    # (cheap), partial with it (completing can cost seconds on large lattices)
+    frontier: Literal["complete", "partial"] | None = None
 
 
 class PopulationSpec(_Model):
