@@ -145,7 +145,7 @@ def _global(work, spec, policy, sens_codes, progress):
     qis = [coded[c] for c in gen] + [code_qi(work[c], None) for c in pks]
     lattice = Lattice(qis, policy, sens_codes, spec.anonymization.utility,
                       _query_spec(spec, work, gen), [True] * len(gen) + [False] * len(pks))
-    search = lattice.search(frontier=True, progress=progress)
+    search = lattice.search(frontier=spec.anonymization.frontier, progress=progress)
     if not search.solved:
         closest = search.closest
         where = ", ".join(f"{c}={lv}" for c, lv in zip(gen, closest.levels, strict=False)) if closest else "?"

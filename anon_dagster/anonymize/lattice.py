@@ -88,7 +88,8 @@ class SearchResult:
 
     ``levels`` is the chosen node (None when no node satisfies: then ``closest`` names the node
     that came nearest, with the criteria it misses). ``frontier`` lists the minimal satisfying
-    nodes with their loss (the risk-utility frontier), when requested.
+    nodes with their loss (the risk-utility frontier), when requested; ``frontier_complete`` says
+    whether it is all of them (every node's status settled) or only those the search settled.
     """
 
     qis: list[str]
@@ -101,6 +102,7 @@ class SearchResult:
     closest: NodeInfo | None
     frontier: list[NodeInfo]
     elapsed_s: float
+    frontier_complete: bool = False
 
     @property
     def solved(self) -> bool:
@@ -118,6 +120,7 @@ class SearchResult:
             "best": self.best.to_dict(self.qis) if self.best else None,
             "closest": self.closest.to_dict(self.qis) if self.closest else None,
             "frontier": [f.to_dict(self.qis) for f in self.frontier],
+            "frontier_complete": bool(self.frontier_complete),
             "elapsed_s": round(self.elapsed_s, 4),
         }
 
@@ -412,9 +415,17 @@ class Lattice:
                 self.check_monotone(idx)
         return self.status[idx] == PASS
 
-    def search(self, frontier: bool = True,
+    def search(self, frontier: bool | str | None = True,
                progress: Callable[[int, int], None] | None = None) -> SearchResult:
-        """Find the satisfying node of least loss (see module docstring)."""
+        """Find the satisfying node of least loss (see module docstring).
+
+        ``frontier``: ``"complete"`` resolves every node so the frontier holds every minimal
+        satisfying node; ``"partial"`` lists only those whose status the search settled;
+        ``True`` or ``None`` chooses complete without suppression or on lattices of at most
+        4,096 nodes, partial otherwise; ``False`` computes none.
+        """
+        if frontier not in (True, False, None, "complete", "partial"):
+            raise UserError(f"frontier must be 'complete' or 'partial', not {frontier!r}")
         t0 = time.perf_counter()
         separable = self.metric in SEPARABLE
         if separable:
@@ -456,10 +467,14 @@ class Lattice:
             if info.satisfied and info.loss is not None and info.loss < best_loss - 1e-12:
                 best_idx, best_loss = idx, info.loss
         front: list[NodeInfo] = []
-        if frontier:
-            # Without suppression the frontier is cheap to complete; with it, only nodes whose
-            # status is already known are reported (resolving all can cost seconds).
-            front = self._frontier(resolve_all=not self.suppression or self.size <= 4096)
+        if frontier is not False:
+            # Without suppression the frontier is cheap to complete; with it, by default only
+            # nodes whose status is already known are reported (resolving all can cost seconds).
+            if frontier in (True, None):
+                resolve_all = not self.suppression or self.size <= 4096
+            else:
+                resolve_all = frontier == "complete"
+            front = self._frontier(resolve_all=resolve_all)
         best = self.infos.get(best_idx) if best_idx >= 0 else None
         closest = None if best is not None else self._closest()
         return SearchResult(
@@ -473,6 +488,8 @@ class Lattice:
             closest=closest,
             frontier=front,
             elapsed_s=time.perf_counter() - t0,
+            # complete exactly when no node's status is unknown: then every minimal node is listed
+            frontier_complete=frontier is not False and not bool((self.status == UNKNOWN).any()),
         )
 
     def _predecessors(self, idx: int) -> list[int]:
