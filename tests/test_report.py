@@ -242,3 +242,125 @@ def test_format_value_one_rule_for_figures():
     assert format_value(7) == "7"
     assert format_value(None) == "—" and format_value(None, missing="-") == "-"
     assert format_value({"l": 3, "c": 2}) == '{"c": 2, "l": 3}'
+
+
+# ----- the risk-utility frontier (section 3) ------------------------------------------------------
+
+def _two_qi_spec(method="global", max_sup=0.0, frontier=None):
+    from anon_dagster.spec import spec_from_dict
+
+    an = {"method": method, "k": 3, "max_suppression": max_sup, "utility": "loss"}
+    if frontier:
+        an["frontier"] = frontier
+    return spec_from_dict({
+        "release": "frontier", "source": {"path": "x.csv"},
+        "columns": {"sex": {"role": "quasi"},
+                    "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10]}},
+                    "dx": {"role": "sensitive"}},
+        "anonymization": an, "policy": {"thresholds": {"k": 3}}, "publication": {"path": "o.parquet"},
+    })
+
+
+TWO_QI = pd.DataFrame({"sex": ["M", "F", "M", "F", "M", "F"], "age": [20, 21, 22, 30, 31, 32],
+                       "dx": list("aabbab")})
+
+
+def test_frontier_table_and_plot_from_a_global_record():
+    """Hand-computed: k=3 without suppression, two minimal nodes.
+
+    (age 10-year bins, sex *) → classes 20s / 30s of 3: loss (age 2/5 + sex 1) / 2 = 0.7;
+    (age *, sex kept) → classes M / F of 3: loss (1 + 0) / 2 = 0.5, the chosen one.
+    Every other node either fails k or generalizes one of these.
+    """
+    from anon_dagster.anonymize import anonymize
+
+    spec = _two_qi_spec()
+    result = anonymize(TWO_QI, spec)
+    inputs = report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
+                           class_sizes=[3, 3], anonymization_record=result.record, evaluated_at=WHEN)
+    report = build_report(inputs)
+    fr = report["measures"]["frontier"]
+    assert fr["available"] and fr["complete"] is True and fr["metric"] == "loss"
+    got = {(n["levels"]["sex"], n["levels"]["age"]): (n["loss"], n["chosen"], n["minimal"]) for n in fr["nodes"]}
+    assert got == {(1, 1): (pytest.approx(0.7), False, True), (0, 2): (pytest.approx(0.5), True, True)}
+    assert all(n["suppressed_rows"] == 0 and n["suppression_share"] == 0 for n in fr["nodes"])
+
+    md = render_markdown(report)
+    assert "**Risk-utility frontier**" in md and "Frontier complete" in md
+    assert "| sex | age | loss (loss) | suppressed rows | suppression share | meets policy | chosen |" in md
+    assert "| 0 | 2 | 0.5 | 0 | 0 | yes | ◀ chosen |" in md
+    assert "| 1 | 1 | 0.7 | 0 | 0 | yes |  |" in md
+    page = render_html(report)
+    assert page.count("<svg") == 3  # class sizes, risk, frontier
+    svg = page[page.index("Risk-utility frontier: loss"):]
+    svg = svg[: svg.index("</svg>")]
+    assert svg.count("<circle") == 2 and svg.count('class="chosen"') == 1
+    assert "chosen: sex=0, age=2: loss 0.5" in svg
+    # the stored (JSON) inputs rebuild the same bytes
+    again = json.loads(json.dumps(inputs))
+    for render_ in (render_json, render_markdown, render_html):
+        assert render_(build_report(again)) == render_(report)
+
+
+def test_frontier_completeness_is_printed():
+    from anon_dagster.anonymize import anonymize
+
+    spec = _two_qi_spec(max_sup=0.2, frontier="complete")
+    record = anonymize(TWO_QI, spec).record
+    assert record["search"]["frontier_complete"] is True
+    md = render_markdown(build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
+                                                    anonymization_record=record, evaluated_at=WHEN)))
+    assert "Frontier complete: every minimal node" in md and "Frontier partial" not in md
+    # the same record saying the search left nodes unsettled
+    record["search"]["frontier_complete"] = False
+    md = render_markdown(build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
+                                                    anonymization_record=record, evaluated_at=WHEN)))
+    assert "Frontier partial: only the minimal nodes the search settled" in md
+    assert "anonymization.frontier: complete" in md
+
+
+def test_chosen_node_off_the_frontier_is_appended_and_marked():
+    """With suppression a generalization can lose less than a minimal node: shown, not minimal."""
+    from anon_dagster.release.report import risk_utility_frontier
+
+    record = {
+        "method": "global", "quasi_identifiers": ["a", "b"], "partition_keys": ["p"], "rows_in": 200,
+        "levels": {"a": 1, "b": 1},
+        "search": {
+            "metric": "loss", "frontier_complete": False, "nodes_checked": 4, "lattice_size": 9,
+            "frontier": [
+                {"levels": {"a": 1, "b": 0, "p": 0}, "loss": 0.4, "suppressed_rows": 10, "classes": 7,
+                 "satisfied": True, "missing": []},
+                {"levels": {"a": 0, "b": 1, "p": 0}, "loss": None, "suppressed_rows": 4, "classes": 9,
+                 "satisfied": False, "missing": ["t_closeness: 4 rows"]},
+            ],
+            "best": {"levels": {"a": 1, "b": 1, "p": 0}, "loss": 0.3, "suppressed_rows": 0, "classes": 3,
+                     "satisfied": True, "missing": []},
+        },
+    }
+    fr = risk_utility_frontier(record)
+    assert fr["complete"] is False and fr["chosen"] == {"a": 1, "b": 1}
+    assert [(n["levels"], n["minimal"], n["chosen"]) for n in fr["nodes"]] == [
+        ({"a": 1, "b": 0}, True, False), ({"a": 0, "b": 1}, True, False), ({"a": 1, "b": 1}, False, True)]
+    assert fr["nodes"][0]["suppression_share"] == 0.05  # 10 of 200
+    page = render_html(build_report(report_inputs(
+        load_spec(DEMO_SPEC), partition="", data_hash="d" * 64, measures={"k": 5},
+        anonymization_record=record, evaluated_at=WHEN)))
+    svg = page[page.index("Risk-utility frontier: loss"):]
+    svg = svg[: svg.index("</svg>")]
+    assert svg.count("<circle") == 2  # the node without a loss (misses t) is not plotted
+    assert "◀ chosen (not minimal)" in page and "no: t_closeness: 4 rows" in page
+
+
+def test_mondrian_report_says_there_is_no_frontier():
+    from anon_dagster.anonymize import anonymize
+
+    spec = _two_qi_spec(method="mondrian")
+    result = anonymize(TWO_QI, spec)
+    report = build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
+                                        anonymization_record=result.record, evaluated_at=WHEN))
+    fr = report["measures"]["frontier"]
+    assert fr["available"] is False
+    md = render_markdown(report)
+    assert "No risk-utility frontier: Mondrian" in md
+    assert render_html(report).count("<svg") == 0  # no class sizes given, no frontier plot

@@ -308,6 +308,84 @@ def _hypotheses(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+FRONTIER_ROWS_SHOWN = 40
+
+
+def risk_utility_frontier(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The risk-utility frontier of a global-recoding search, from its transformation record.
+
+    Definition: the frontier is the set of *minimal* lattice nodes satisfying the monotone part
+    of the policy (no node one level lower on a single QI does), each with its loss under the
+    spec's utility, the rows it would suppress and their share of the input rows, and whether it
+    meets the whole policy. ``complete`` says whether every minimal node is listed or only those
+    the search settled (``anonymization.frontier: partial``). The chosen node is marked; when it
+    is not minimal (with suppression a generalization can lose less by suppressing less) it is
+    appended with ``minimal: false`` so it can be compared with the frontier.
+
+    Returns None without a record; for a method without a lattice (Mondrian, microaggregation,
+    none) a dict with ``available: false`` and a one-line ``note``.
+    """
+    if not record:
+        return None
+    method = record.get("method")
+    search = record.get("search")
+    if method != "global" or not isinstance(search, Mapping):
+        what = {"mondrian": "Mondrian partitions the table recursively",
+                "microaggregation": "microaggregation groups records",
+                "none": "nothing was generalized"}.get(str(method), f"method {method!r} has no lattice")
+        return {"available": False, "method": method,
+                "note": f"No risk-utility frontier: {what}; there is no generalization lattice to trace one on."}
+    gen = list(record.get("quasi_identifiers") or [])
+    rows_in = int(record.get("rows_in") or 0)
+    chosen = {c: v for c, v in (record.get("levels") or {}).items() if c in gen}
+
+    def node(entry: Mapping[str, Any], minimal: bool) -> dict[str, Any]:
+        levels = {c: v for c, v in (entry.get("levels") or {}).items() if c in gen}
+        sup = int(entry.get("suppressed_rows") or 0)
+        return {"levels": levels, "loss": entry.get("loss"), "suppressed_rows": sup,
+                "suppression_share": sup / rows_in if rows_in else 0.0,
+                "classes": entry.get("classes"), "satisfied": bool(entry.get("satisfied")),
+                "missing": list(entry.get("missing") or []), "minimal": minimal,
+                "chosen": bool(chosen) and levels == chosen}
+
+    nodes = [node(e, True) for e in search.get("frontier") or []]
+    best = search.get("best")
+    if chosen and isinstance(best, Mapping) and not any(n["chosen"] for n in nodes):
+        nodes.append(node(best, False))
+    return {
+        "available": True, "method": method, "metric": search.get("metric"),
+        "quasi_identifiers": gen, "complete": bool(search.get("frontier_complete", False)),
+        "nodes_checked": search.get("nodes_checked"), "lattice_size": search.get("lattice_size"),
+        "chosen": chosen or None, "nodes": nodes,
+    }
+
+
+def _frontier_note(fr: Mapping[str, Any]) -> str:
+    """One line: how many minimal nodes, whether that is all of them, the lattice searched."""
+    n_min = sum(1 for n in fr["nodes"] if n["minimal"])
+    complete = ("complete: every minimal node" if fr["complete"] else
+                "partial: only the minimal nodes the search settled "
+                "(anonymization.frontier: complete lists all)")
+    return (f"Frontier {complete}; {n_min} minimal node(s), utility {fr['metric']}, "
+            f"{format_value(fr.get('nodes_checked'))} of {format_value(fr.get('lattice_size'))} nodes checked.")
+
+
+def _frontier_rows(fr: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows of the frontier table (at most FRONTIER_ROWS_SHOWN rows, chosen kept)."""
+    qis = list(fr["quasi_identifiers"])
+    header = [*qis, f"loss ({fr['metric']})", "suppressed rows", "suppression share", "meets policy", "chosen"]
+    nodes = list(fr["nodes"])
+    if len(nodes) > FRONTIER_ROWS_SHOWN:
+        keep = nodes[:FRONTIER_ROWS_SHOWN]
+        keep += [n for n in nodes[FRONTIER_ROWS_SHOWN:] if n["chosen"]]
+        nodes = keep
+    rows = [[*(n["levels"].get(q) for q in qis), n["loss"], n["suppressed_rows"], n["suppression_share"],
+             "yes" if n["satisfied"] else "no: " + "; ".join(n["missing"]),
+             ("◀ chosen" if n["minimal"] else "◀ chosen (not minimal)") if n["chosen"] else ""]
+            for n in nodes]
+    return header, rows
+
+
 def _review_date(evaluated_at: str, days: int) -> str:
     day = date.fromisoformat(evaluated_at[:10])
     return (day + timedelta(days=int(days))).isoformat()
@@ -349,6 +427,7 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
             "population_uniqueness": inputs.get("population_uniqueness"),
             "utility": inputs.get("utility"),
             "anonymization": inputs.get("anonymization"),
+            "frontier": risk_utility_frontier(inputs.get("anonymization")),
             "suppression": inputs.get("suppression"),
             "composition": inputs.get("composition"),
             "dp": inputs.get("dp"),
@@ -432,6 +511,16 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             out += _md_table(["query", "error (points)", "allowed", "passed"],
                              [[q.get("name"), q.get("error_points"), q.get("max_error_points"), q.get("passed")] for q in util["queries"]])
             out += [""]
+    fr = meas.get("frontier")
+    if fr:
+        out += ["**Risk-utility frontier**", ""]
+        if not fr["available"]:
+            out += [fr["note"], ""]
+        else:
+            header, rows = _frontier_rows(fr)
+            out += [_frontier_note(fr), ""] + _md_table(header, rows) + [""]
+            if len(fr["nodes"]) > len(rows):
+                out += [f"({len(fr['nodes']) - len(rows)} more nodes in the JSON report)", ""]
     sup = meas.get("suppression")
     if sup:
         out += [f"**Suppression**: {format_value(sup.get('rows'))} rows ({format_value(sup.get('share'))})", ""]
@@ -479,6 +568,54 @@ def svg_bars(labels: Sequence[str], values: Sequence[float], title: str, *, widt
                      f'height="{h:.1f}" fill="#3b6ea5"><title>{html.escape(str(label))}: {html.escape(fmt.format(v))}</title></rect>')
         parts.append(f'<text x="{x + bw / 2:.1f}" y="{height - pad_b - h - 3:.1f}" text-anchor="middle" font-size="10">{html.escape(fmt.format(v))}</text>')
         parts.append(f'<text x="{x + bw / 2:.1f}" y="{height - pad_b + 14:.1f}" text-anchor="middle" font-size="10">{html.escape(str(label))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def svg_frontier(fr: Mapping[str, Any], *, width: int = 560, height: int = 300) -> str:
+    """An inline SVG scatter of the frontier: x the loss, y the share of rows suppressed.
+
+    Each node meeting the whole policy is a dot (the chosen one larger, in red, labelled); nodes
+    missing a non-monotone criterion have no loss and are not plotted (the table lists them).
+    """
+    pts = [n for n in fr["nodes"] if n["loss"] is not None]
+    title = f"Risk-utility frontier: loss ({fr['metric']}) vs rows suppressed"
+    pad_l, pad_r, pad_t, pad_b = 56, 16, 30, 44
+    pw, ph = width - pad_l - pad_r, height - pad_t - pad_b
+    xs = [float(n["loss"]) for n in pts]
+    ys = [float(n["suppression_share"]) for n in pts]
+    x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    if x1 - x0 < 1e-12:
+        x0, x1 = x0 - 0.5 * (abs(x0) or 1.0), x1 + 0.5 * (abs(x1) or 1.0)
+    y1 = max(ys + [1e-12])
+    sx = lambda v: pad_l + pw * (v - x0) / (x1 - x0)  # noqa: E731
+    sy = lambda v: pad_t + ph * (1 - v / y1)  # noqa: E731
+    e = html.escape
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{e(title)}" viewBox="0 0 {width} {height}">',
+        f'<text x="{width / 2:.1f}" y="16" text-anchor="middle" font-size="13" font-weight="bold">{e(title)}</text>',
+        f'<line x1="{pad_l}" y1="{pad_t + ph}" x2="{pad_l + pw}" y2="{pad_t + ph}" stroke="#444"/>',
+        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + ph}" stroke="#444"/>',
+        f'<text x="{pad_l + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" font-size="11">loss ({e(str(fr["metric"]))})</text>',
+        f'<text x="12" y="{pad_t + ph / 2:.1f}" text-anchor="middle" font-size="11" '
+        f'transform="rotate(-90 12 {pad_t + ph / 2:.1f})">rows suppressed</text>',
+        f'<text x="{pad_l}" y="{pad_t + ph + 14}" text-anchor="middle" font-size="10">{e(format_value(x0))}</text>',
+        f'<text x="{pad_l + pw}" y="{pad_t + ph + 14}" text-anchor="middle" font-size="10">{e(format_value(x1))}</text>',
+        f'<text x="{pad_l - 4}" y="{pad_t + ph}" text-anchor="end" font-size="10">0%</text>',
+        f'<text x="{pad_l - 4}" y="{pad_t + 4}" text-anchor="end" font-size="10">{y1:.1%}</text>',
+    ]
+    # the chosen node last, so it is drawn on top
+    for n, x, y in sorted(zip(pts, xs, ys, strict=True), key=lambda t: t[0]["chosen"]):
+        levels = ", ".join(f"{c}={v}" for c, v in n["levels"].items())
+        tip = f"{levels}: loss {format_value(x)}, {n['suppressed_rows']} rows suppressed"
+        if n["chosen"]:
+            parts.append(f'<circle class="chosen" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="7" fill="#b42318" '
+                         f'stroke="#222"><title>chosen: {e(tip)}</title></circle>')
+            parts.append(f'<text x="{sx(x) + 9:.1f}" y="{sy(y) - 8:.1f}" font-size="10">chosen</text>')
+        else:
+            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="#3b6ea5" '
+                         f'fill-opacity="0.75"><title>{e(tip)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -566,6 +703,18 @@ def render_html(report: Mapping[str, Any]) -> str:
         if util.get("queries"):
             parts.append(_html_table(["query", "error (points)", "allowed", "passed"],
                                      [[q.get("name"), q.get("error_points"), q.get("max_error_points"), q.get("passed")] for q in util["queries"]]))
+    fr = meas.get("frontier")
+    if fr:
+        parts.append("<h3>Risk-utility frontier</h3>")
+        if not fr["available"]:
+            parts.append(f"<p>{e(fr['note'])}</p>")
+        else:
+            header, rows = _frontier_rows(fr)
+            parts.append(f"<p>{e(_frontier_note(fr))}</p>")
+            parts.append(svg_frontier(fr))
+            parts.append(_html_table(header, rows))
+            if len(fr["nodes"]) > len(rows):
+                parts.append(f"<p>({len(fr['nodes']) - len(rows)} more nodes in the JSON report)</p>")
     sup = meas.get("suppression")
     if sup:
         parts.append(f"<h3>Suppression</h3><p>{e(format_value(sup.get('rows')))} rows suppressed ({e(format_value(sup.get('share')))})</p>")
