@@ -39,7 +39,7 @@ def test_flat_hierarchy_splits_children_in_hierarchy_order_with_set_labels():
     s = pd.Series(["d", "c", "b", "a"] * 3, name="v")
     r = mondrian([(s, SuppressionHierarchy("v"))], Policy(k=4))
     got = dict(zip(s, _labels(r, "v"), strict=True))
-    # cut between the children as laid out (d c | b a); each set label lists its members sorted
+    # no listed order: children laid out in sorted label order (a b | c d); set labels sorted
     assert got == {"d": "{c, d}", "c": "{c, d}", "b": "{a, b}", "a": "{a, b}"}
 
 

@@ -9,8 +9,11 @@ as the lowest hierarchy node covering the class's values (or the set of that nod
 spans, sorted: ``"{a, b}"``).
 
 Categorical QIs are cut *along their hierarchy*: values are laid out in the hierarchy's
-depth-first order (children in the order the hierarchy lists them, never by string order), so
-every subtree is a contiguous range; a cut is only made at a boundary between children of the
+depth-first order, so every subtree is a contiguous range. Children come in the order the
+hierarchy lists them (a table hierarchy: the order of its file; a node ranks where its first
+listed value does); hierarchies that list no order (mask, date, suppression-only) lay values out
+in sorted label order. Never in order of first appearance, so the same table in any row order
+gets the same classes; a cut is only made at a boundary between children of the
 lowest node that spans the part, the boundary nearest the median row. Numeric QIs (numeric or
 date dtype, no missing values) are cut at the median value.
 
@@ -33,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UserError
-from ..hierarchies import MISSING_LABEL, Hierarchy
+from ..hierarchies import MISSING_LABEL, Hierarchy, TableHierarchy
 from .coding import CodedQI, code_qi, combine, group
 from .criteria import Policy, evaluate_classes, pairs_from_rows, suppression_budget
 
@@ -94,11 +97,43 @@ def _numeric_dim(name: str, series: pd.Series) -> _Dim | None:
                 is_date=kind == "M", missing_rank=missing_rank)
 
 
+def _leaf_positions(qi: CodedQI) -> np.ndarray:
+    """Each level-0 code's position in the hierarchy's order of values.
+
+    A table hierarchy's order is the order its file lists the values (values it does not list,
+    such as missing values, come after, by label); other hierarchies list no order, so values are
+    laid out in sorted label order. Never the order of first appearance in the data (the codes'
+    order), which would make cuts on tied medians depend on the order of the rows.
+    """
+    labels0 = np.asarray([str(x) for x in qi.labels[0]], dtype=object)
+    n0 = len(labels0)
+    if n0 == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, by_label = np.unique(labels0, return_inverse=True)
+    listed = qi.hierarchy.rows if isinstance(qi.hierarchy, TableHierarchy) else None
+    if listed:
+        position = {label: i for i, label in enumerate(listed)}
+        primary = np.array([position.get(label, len(position)) for label in labels0], dtype=np.int64)
+    else:
+        primary = np.zeros(n0, dtype=np.int64)
+    order = np.lexsort((by_label.reshape(-1), primary))
+    pos = np.empty(n0, dtype=np.int64)
+    pos[order] = np.arange(n0)
+    return pos
+
+
 def _categorical_dim(qi: CodedQI) -> _Dim:
     n0 = len(qi.uniques)
     top = qi.n_levels - 1
-    # depth-first order: sort leaves by their ancestors' codes from the top level down
-    keys = [qi.level_maps[lv] for lv in range(0, top)]  # lexsort: last key is primary
+    # depth-first order: sort leaves by their ancestors from the top level down, a node ranked by
+    # the hierarchy position of its first value (so children keep the hierarchy's order and the
+    # layout depends on the values present, not on the order of the rows)
+    leaf_pos = _leaf_positions(qi)
+    keys = []
+    for lv in range(0, top):  # lexsort: last key is primary
+        node_pos = np.full(qi.cardinality(lv), n0, dtype=np.int64)
+        np.minimum.at(node_pos, qi.level_maps[lv], leaf_pos)
+        keys.append(node_pos[qi.level_maps[lv]])
     order = np.lexsort(keys) if keys else np.arange(n0)
     rank_of_code = np.empty(n0, dtype=np.int64)
     rank_of_code[order] = np.arange(n0)
@@ -351,7 +386,7 @@ def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
 
     One label when the range is a single value or a whole node (or spans more than
     MAX_SET_LABEL children); otherwise the labels of the children it spans, sorted, so a class
-    gets the same label whatever the order of the rows (ranks follow first appearance).
+    gets the same label however the children are ranked.
     """
     if lo == hi:
         return 0, [str(d.labels[0][d.anc[0][lo]])]
