@@ -258,6 +258,9 @@ def test_cli_writes_output_and_record(tmp_path, capsys, method, suffix):
     if method == "global":
         assert "lattice nodes checked" in printed
     record = json.loads((tmp_path / "out" / f"anon{suffix}.transformations.json").read_text())
+    if method == "global":
+        done = "complete" if record["search"]["frontier_complete"] else "partial"
+        assert f"minimal nodes on the frontier, {done})" in printed
     data = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
     assert "name" not in data.columns  # an identifier without a method is dropped
     assert len(data) == record["rows_out"] == 300 - record["suppression"]["rows"]

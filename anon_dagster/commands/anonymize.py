@@ -118,7 +118,8 @@ def summary(record: dict, out: Path, elapsed: float) -> str:
         search = record.get("search", {})
         lines.append("levels: " + ", ".join(f"{c}={lv}" for c, lv in record["levels"].items())
                      + (f" ({search['nodes_checked']} of {search['lattice_size']} lattice nodes checked, "
-                        f"{len(search.get('frontier', []))} minimal nodes on the frontier)" if search else ""))
+                        f"{len(search.get('frontier', []))} minimal nodes on the frontier, "
+                        f"{'complete' if search.get('frontier_complete') else 'partial'})" if search else ""))
     value = util.get("value")
     lines.append(
         f"utility: {util['metric']} = {value:.6g}" if isinstance(value, float | int) else f"utility: {util['metric']}"
