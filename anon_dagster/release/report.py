@@ -588,8 +588,9 @@ def svg_frontier(fr: Mapping[str, Any], *, width: int = 560, height: int = 300) 
     if x1 - x0 < 1e-12:
         x0, x1 = x0 - 0.5 * (abs(x0) or 1.0), x1 + 0.5 * (abs(x1) or 1.0)
     y1 = max(ys + [1e-12])
-    sx = lambda v: pad_l + pw * (v - x0) / (x1 - x0)  # noqa: E731
-    sy = lambda v: pad_t + ph * (1 - v / y1)  # noqa: E731
+    # points are kept 8 px inside the axes so none is clipped at an edge
+    sx = lambda v: pad_l + 8 + (pw - 16) * (v - x0) / (x1 - x0)  # noqa: E731
+    sy = lambda v: pad_t + 8 + (ph - 16) * (1 - v / y1)  # noqa: E731
     e = html.escape
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
@@ -599,11 +600,11 @@ def svg_frontier(fr: Mapping[str, Any], *, width: int = 560, height: int = 300) 
         f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + ph}" stroke="#444"/>',
         f'<text x="{pad_l + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" font-size="11">loss ({e(str(fr["metric"]))})</text>',
         f'<text x="12" y="{pad_t + ph / 2:.1f}" text-anchor="middle" font-size="11" '
-        f'transform="rotate(-90 12 {pad_t + ph / 2:.1f})">rows suppressed</text>',
-        f'<text x="{pad_l}" y="{pad_t + ph + 14}" text-anchor="middle" font-size="10">{e(format_value(x0))}</text>',
-        f'<text x="{pad_l + pw}" y="{pad_t + ph + 14}" text-anchor="middle" font-size="10">{e(format_value(x1))}</text>',
-        f'<text x="{pad_l - 4}" y="{pad_t + ph}" text-anchor="end" font-size="10">0%</text>',
-        f'<text x="{pad_l - 4}" y="{pad_t + 4}" text-anchor="end" font-size="10">{y1:.1%}</text>',
+        f'transform="rotate(-90 12 {pad_t + ph / 2:.1f})">share of rows suppressed</text>',
+        f'<text x="{sx(x0):.1f}" y="{pad_t + ph + 14}" text-anchor="middle" font-size="10">{e(format_value(x0))}</text>',
+        f'<text x="{sx(x1):.1f}" y="{pad_t + ph + 14}" text-anchor="middle" font-size="10">{e(format_value(x1))}</text>',
+        f'<text x="{pad_l - 4}" y="{sy(0.0) + 4:.1f}" text-anchor="end" font-size="10">0%</text>',
+        f'<text x="{pad_l - 4}" y="{sy(y1) + 4:.1f}" text-anchor="end" font-size="10">{y1:.1%}</text>',
     ]
     # the chosen node last, so it is drawn on top
     for n, x, y in sorted(zip(pts, xs, ys, strict=True), key=lambda t: t[0]["chosen"]):
