@@ -231,6 +231,37 @@ def combine_codes(codes: Sequence[np.ndarray], cardinalities: Sequence[int], n_r
     return combine_columns(zip(codes, cardinalities, strict=True), n_rows)
 
 
+def count_cells(row_class: np.ndarray, codes: np.ndarray, n_classes: int, n_values: int,
+                rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-zero cells of the class × value count matrix over the rows selected.
+
+    ``row_class[i]`` (in [0, n_classes)) and ``codes[i]`` (in [0, n_values)) are row ``i``'s
+    class and value; ``rows`` (a boolean mask) selects the rows counted, all by default.
+    Returns int64 ``(class_id, value_code, count)``, one entry per (class, value) pair present,
+    in no particular order. Pairs are counted by bincount when the ``n_classes × n_values``
+    space is small next to the rows, else by hashing, so memory stays proportional to the rows.
+    """
+    # the selected rows are copied here, not by the caller, so each copy is freed as soon as
+    # it is folded into the key
+    rc = row_class if rows is None else row_class[rows]
+    if len(rc) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    key = rc.astype(np.int64)  # class ids may be int32: widen before the product
+    del rc
+    key *= n_values
+    key += (codes if rows is None else codes[rows]).astype(np.int64, copy=False)
+    space = n_classes * n_values
+    if space <= max(_DENSE_KEYS_PER_ROW * len(key), 1 << 16):
+        flat = np.bincount(key, minlength=space)
+        cells = np.flatnonzero(flat)
+        counts = flat[cells]
+    else:
+        ids, cells = pd.factorize(key, sort=False)
+        counts = np.bincount(ids)
+    return cells // n_values, cells % n_values, counts.astype(np.int64, copy=False)
+
+
 class EquivalenceClasses:
     """The equivalence classes of a table over its quasi-identifiers.
 
@@ -362,28 +393,13 @@ class EquivalenceClasses:
             raise ValueError(f"codes have {len(codes)} rows, the classes {self.n_rows}")
         alone = self.sizes[self.row_class] == 1
         n_alone = int(alone.sum())
-        if n_alone == 0:
-            rc, vc = self.row_class, codes
-        else:
-            rc, vc = self.row_class[~alone], codes[~alone]
-        if len(rc):
-            key = rc.astype(np.int64) * n_values + vc.astype(np.int64, copy=False)
-            space = self.n_classes * n_values
-            if space <= max(_DENSE_KEYS_PER_ROW * len(key), 1 << 16):
-                flat = np.bincount(key, minlength=space)
-                cells = np.flatnonzero(flat)
-                counts = flat[cells]
-            else:
-                ids, cells = pd.factorize(key, sort=False)
-                counts = np.bincount(ids)
-            cls, val = cells // n_values, cells % n_values
-        else:
-            cls = val = counts = np.zeros(0, dtype=np.int64)
+        cls, val, counts = count_cells(self.row_class, codes, self.n_classes, n_values,
+                                       rows=~alone if n_alone else None)
         if n_alone:
             cls = np.concatenate([cls, self.row_class[alone]])
             val = np.concatenate([val, codes[alone].astype(np.int64, copy=False)])
             counts = np.concatenate([counts, np.ones(n_alone, dtype=np.int64)])
-        return cls, val, counts.astype(np.int64, copy=False)
+        return cls, val, counts
 
     def __repr__(self) -> str:
         return f"EquivalenceClasses(qis={self.qis}, n_rows={self.n_rows}, n_classes={self.n_classes})"

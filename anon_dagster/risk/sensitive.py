@@ -39,7 +39,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..hierarchies import Hierarchy, _as_label
-from .classes import EquivalenceClasses
+from .classes import EquivalenceClasses, count_cells
 
 KINDS = ("nominal", "ordinal", "numeric")
 
@@ -191,25 +191,9 @@ def class_value_cells(classes: EquivalenceClasses, codes: np.ndarray, n_values: 
     alone_cls = classes.row_class[alone]
     alone_val = codes[alone]  # kept in the codes' (narrow) type: only ever an index
     rest = ~alone
-    rc, vc = classes.row_class[rest], codes[rest].astype(np.int64, copy=False)
-    del alone, rest
-    if len(rc):
-        key = rc.astype(np.int64)  # class ids may be int32: widen before the product
-        key *= n_values
-        key += vc
-        del rc, vc
-        space = classes.n_classes * n_values
-        if space <= max(2 * len(key), 1 << 16):
-            flat = np.bincount(key, minlength=space)
-            cells = np.flatnonzero(flat)
-            cnt = flat[cells]
-        else:
-            ids, cells = pd.factorize(key, sort=False)
-            cnt = np.bincount(ids)
-        cls, val = cells // n_values, cells % n_values
-    else:
-        cls = val = cnt = np.zeros(0, dtype=np.int64)
-    return Cells(cls, val, cnt.astype(np.int64, copy=False), alone_cls, alone_val, n_values, p)
+    del alone
+    cls, val, cnt = count_cells(classes.row_class, codes, classes.n_classes, n_values, rows=rest)
+    return Cells(cls, val, cnt, alone_cls, alone_val, n_values, p)
 
 
 @dataclass
