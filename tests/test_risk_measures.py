@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from anon_dagster import RiskMeasures, measure_risk
+from anon_dagster.anonymize.record import class_histogram
 from anon_dagster.errors import DataError, HierarchyError, UserError
 from anon_dagster.hierarchies import TableHierarchy
 from anon_dagster.risk import CONTRACT_KEYS, utility_query_error
@@ -83,6 +84,15 @@ def test_histogram_counts_classes_and_rows():
     hist = {b["sizes"]: (b["classes"], b["rows"]) for b in measure_risk(df, ["a"]).extras["class_size_histogram"]}
     assert hist["1"] == (1, 1) and hist["2"] == (1, 2) and hist["3-4"] == (1, 3) and hist["5-9"] == (1, 5)
     assert sum(c for c, _ in hist.values()) == 4 and sum(r for _, r in hist.values()) == 11
+
+
+def test_record_histogram_uses_the_risk_bands():
+    # sizes 1, 1, 2, 4, 99, 100, 999, 1000: the bands' edges on both sides
+    sizes = np.array([1, 1, 2, 4, 99, 100, 999, 1000])
+    assert class_histogram(sizes) == {
+        "1": 2, "2": 1, "3-4": 1, "5-9": 0, "10-19": 0, "20-49": 0, "50-99": 1,
+        "100-999": 2, "1000+": 1,
+    }
 
 
 # ----- golden tests: the peers' reproduced bugs ---------------------------------------------

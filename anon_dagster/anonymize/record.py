@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..hierarchies import _as_label
+from ..risk.measures import class_size_histogram
 
 MAX_GROUPS = 1000
 
@@ -62,11 +63,7 @@ def breakdown(df: pd.DataFrame, mask: np.ndarray, columns: Sequence[str]) -> lis
 
 
 def class_histogram(sizes: np.ndarray) -> dict[str, int]:
-    """Classes by size band: 1, 2, 3-4, 5-9, 10-19, 20-49, 50-99, 100+."""
-    bands = [(1, 1), (2, 2), (3, 4), (5, 9), (10, 19), (20, 49), (50, 99), (100, None)]
-    out = {}
-    for lo, hi in bands:
-        name = f"{lo}" if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}")
-        m = sizes >= lo if hi is None else (sizes >= lo) & (sizes <= hi)
-        out[name] = int(m.sum())
-    return out
+    """Classes by size band, ``{band: classes}``, over the risk kernel's bands
+    (:data:`anon_dagster.risk.measures.HISTOGRAM_BINS`: 1, 2, 3-4, ..., 100-999, 1000+), so the
+    record and the risk report bin class sizes alike."""
+    return {band["sizes"]: band["classes"] for band in class_size_histogram(np.asarray(sizes))}

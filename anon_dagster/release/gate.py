@@ -244,11 +244,10 @@ def utility_outcomes(spec: ReleaseSpec, original: pd.DataFrame, anonymized: pd.D
 
 
 def class_size_histogram(measures: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Rows ``{"sizes": label, "classes": n, "rows": n}`` of the measures' class-size histogram."""
-    hist = measures.get("class_size_histogram") or []
-    if isinstance(hist, Mapping):  # {size: classes}
-        return [{"sizes": str(k), "classes": int(v), "rows": int(k) * int(v)} for k, v in sorted(hist.items())]
-    return [{"sizes": str(r["sizes"]), "classes": int(r["classes"]), "rows": int(r["rows"])} for r in hist]
+    """Rows ``{"sizes": label, "classes": n, "rows": n}`` of the measures' class-size histogram
+    (``measure_risk(...).to_dict()["class_size_histogram"]``; empty when it was not measured)."""
+    return [{"sizes": str(r["sizes"]), "classes": int(r["classes"]), "rows": int(r["rows"])}
+            for r in measures.get("class_size_histogram") or []]
 
 
 def published_classes(spec: ReleaseSpec, anonymized: pd.DataFrame) -> EquivalenceClasses | None:
