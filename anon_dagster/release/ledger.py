@@ -396,7 +396,15 @@ class Ledger:
             epsilon = None
             if epsilon_spend is not None and status == "published":
                 epsilon = float(epsilon_spend[0])
-                self._check_budget(conn, population or release, *epsilon_spend, release=release, partition=partition)
+                state = self._budget_state(conn, population or release, *epsilon_spend)
+                if not state.allowed:
+                    raise BudgetExceeded(
+                        f"population {state.population!r}: publishing {release}/{partition or '-'} "
+                        f"with epsilon={state.requested:g} would bring the budget to "
+                        f"{state.composed_after:.4g} ({state.composition} composition over "
+                        f"{len(state.spent) + 1} releases), above total_epsilon={state.total:g} "
+                        f"(already spent {state.composed_before:.4g})"
+                    )
             cur = conn.execute(
                 "INSERT INTO publications (release, partition, population, status, spec_hash, "
                 "data_hash, qis, k, rows, published_at, report_path, report_json, report_inputs, "
@@ -442,28 +450,6 @@ class Ledger:
             if _in_transaction_hook is not None:
                 _in_transaction_hook()
         return RecordOutcome("superseded" if superseded else "inserted", new_id, superseded)
-
-    def _check_budget(
-        self,
-        conn: sqlite3.Connection,
-        population: str,
-        epsilon: float,
-        total: float,
-        composition: str,
-        delta: float | None,
-        *,
-        release: str,
-        partition: str,
-    ) -> BudgetState:
-        state = self._budget_state(conn, population, epsilon, total, composition, delta)
-        if not state.allowed:
-            raise BudgetExceeded(
-                f"population {population!r}: publishing {release}/{partition or '-'} with "
-                f"epsilon={epsilon:g} would bring the budget to {state.composed_after:.4g} "
-                f"({composition} composition over {len(state.spent) + 1} releases), above "
-                f"total_epsilon={total:g} (already spent {state.composed_before:.4g})"
-            )
-        return state
 
     @staticmethod
     def _budget_state(
