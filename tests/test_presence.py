@@ -77,6 +77,10 @@ def test_missing_class_is_an_error_naming_it():
     sample = pd.DataFrame({"age": ["50-59", "20-29"], "sex": ["F", "F"]})
     with pytest.raises(DataError, match=r"lacks sample class \(age='50-59', sex='F'\)"):
         match_population(sample, POPULATION, ["age", "sex"])
+    # a missing value is named as such
+    sample = pd.DataFrame({"age": [None], "sex": ["F"]})
+    with pytest.raises(DataError, match=r"lacks sample class \(age=<missing>, sex='F'\)"):
+        match_population(sample, POPULATION, ["age", "sex"])
 
 
 def test_non_strict_counts_the_sample_as_population():
@@ -90,6 +94,11 @@ def test_numeric_and_text_columns_are_compared_as_text():
     pop = pd.DataFrame({"zip": [28014, 28014, 28015]})
     sample = pd.DataFrame({"zip": ["28014"]})
     assert match_population(sample, pop, ["zip"]).population_sizes.tolist() == [2]
+    # whole floats read as their integer label, as in measure_risk's journalist join
+    floats = pd.DataFrame({"zip": [28014.0, 28014.0, 28015.0]})
+    assert match_population(sample, floats, ["zip"]).population_sizes.tolist() == [2]
+    d = delta_presence(floats, sample, ["zip"])
+    assert sorted(d.delta.tolist()) == [0.0, 0.5]
 
 
 def test_categorical_columns_with_different_categories():

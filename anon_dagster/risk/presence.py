@@ -24,8 +24,9 @@ Definitions:
   those people are not in it.
 
 Missing values in a QI form a value of their own and match missing values of the other table.
-Values match when they are equal after the two tables' columns are put side by side; a QI that
-is numeric in one table and text in the other is compared as text.
+Values match as in the journalist model's join
+(:func:`anon_dagster.risk.reidentification.join_population`): equal values match; a QI that is
+numeric in one table and text in the other is compared by its labels (30 and 30.0 both "30").
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import pandas as pd
 
 from anon_dagster.errors import DataError
 from anon_dagster.risk.classes import EquivalenceClasses
+from anon_dagster.risk.reidentification import describe_class, join_population, population_weights
 
 # --------------------------------------------------------------------------------------------
 # Matching a table's classes to a population
@@ -52,53 +54,6 @@ def _check_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
             f"{what} lacks quasi-identifier column {missing[0]!r} "
             f"(columns: {', '.join(map(str, df.columns))})"
         )
-
-
-def _weights(df: pd.DataFrame, count_column: str | None, what: str) -> np.ndarray | None:
-    """The count column as non-negative int64 weights, or ``None`` for microdata."""
-    if count_column is None:
-        return None
-    if count_column not in df.columns:
-        raise DataError(f"{what} has no count column {count_column!r}")
-    values = pd.to_numeric(df[count_column], errors="coerce")
-    arr = values.to_numpy(dtype=float, na_value=np.nan)
-    bad = ~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr))
-    if bad.any():
-        pos = int(np.flatnonzero(bad)[0])
-        value = df[count_column].iloc[pos]
-        value = value.item() if isinstance(value, np.generic) else value
-        raise DataError(
-            f"{what} count column {count_column!r} must hold non-negative integers; "
-            f"row {pos} has {value!r}"
-        )
-    return arr.astype(np.int64)
-
-
-def _aligned(left: pd.DataFrame, right: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:
-    """``left`` on top of ``right`` (QI columns only, positional index), comparable dtypes."""
-    a = left[list(qis)].reset_index(drop=True)
-    b = right[list(qis)].reset_index(drop=True)
-    for q in qis:
-        num_a = pd.api.types.is_numeric_dtype(a[q].dtype) and not pd.api.types.is_bool_dtype(a[q].dtype)
-        num_b = pd.api.types.is_numeric_dtype(b[q].dtype) and not pd.api.types.is_bool_dtype(b[q].dtype)
-        if num_a != num_b:
-            # One side numeric, the other text: compare the text forms, keeping missing values.
-            a[q] = a[q].astype("string")
-            b[q] = b[q].astype("string")
-        elif isinstance(a[q].dtype, pd.CategoricalDtype) or isinstance(b[q].dtype, pd.CategoricalDtype):
-            # Categoricals with different categories concatenate to object: do it explicitly.
-            a[q] = a[q].astype(object)
-            b[q] = b[q].astype(object)
-    return pd.concat([a, b], ignore_index=True)
-
-
-def _describe(keys: pd.DataFrame, row: int) -> str:
-    values = keys.iloc[row]
-
-    def plain(v):
-        return v.item() if isinstance(v, np.generic) else v
-
-    return ", ".join(f"{q}={plain(values[q])!r}" for q in keys.columns)
 
 
 @dataclass(frozen=True)
@@ -154,31 +109,23 @@ def match_population(
     _check_columns(population, qis, "the population")
     if len(sample) == 0:
         raise DataError("the sample is empty (0 rows)")
-    weights = _weights(population, count_column, "the population")
+    weights = population_weights(population, count_column, integers=True)
     if len(population) == 0 or (weights is not None and weights.sum() == 0):
         raise DataError("the population is empty (0 people)")
 
-    n_s = len(sample)
-    joint = EquivalenceClasses.from_frame(_aligned(sample, population, qis), qis)
-    n_joint = joint.n_classes
-    pop_rows = joint.row_class[n_s:]
-    pop_counts = np.bincount(pop_rows, weights=weights, minlength=n_joint)
-    pop_counts = np.rint(pop_counts).astype(np.int64)
-
-    sample_joint_ids, row_class = np.unique(joint.row_class[:n_s], return_inverse=True)
-    row_class = row_class.astype(np.int64).ravel()
-    sample_sizes = np.bincount(row_class).astype(np.int64)
-    population_sizes = pop_counts[sample_joint_ids]
-    first = np.full(len(sample_sizes), n_s, dtype=np.int64)
-    np.minimum.at(first, row_class, np.arange(n_s, dtype=np.int64))
-    keys = sample[qis].iloc[first].reset_index(drop=True)
+    classes = EquivalenceClasses.from_frame(sample, qis)
+    class_ids, population_ids, n_ids = join_population(classes, population)
+    pop_counts = np.rint(np.bincount(population_ids, weights=weights, minlength=n_ids)).astype(np.int64)
+    sample_sizes = classes.sizes
+    population_sizes = pop_counts[class_ids]
+    keys = classes.keys()
 
     short = population_sizes < sample_sizes
     if short.any():
         if strict:
             j = int(np.flatnonzero(short)[0])
             raise DataError(
-                f"the population lacks sample class ({_describe(keys, j)}): "
+                f"the population lacks sample class {describe_class(keys, qis, j)}: "
                 f"{int(sample_sizes[j])} sample record(s), {int(population_sizes[j])} in the "
                 f"population ({int(short.sum())} such class(es); is the population generalized "
                 f"like the sample?)"
@@ -189,7 +136,7 @@ def match_population(
         quasi_identifiers=tuple(qis),
         sample_sizes=sample_sizes,
         population_sizes=population_sizes,
-        row_class=row_class,
+        row_class=classes.row_class.astype(np.int64),
         keys=keys,
         population_records=int(pop_counts.sum()),
         population_classes=int((pop_counts > 0).sum()),
@@ -394,26 +341,25 @@ def delta_presence(
     _check_columns(subset, qis, "the subset")
     if len(subset) == 0:
         raise DataError("the subset is empty (0 rows)")
-    weights = _weights(population, count_column, "the population")
-    n_s = len(subset)
-    combined = _aligned(subset, population, qis)
-    joint = EquivalenceClasses.from_frame(combined, qis)
-    sub_counts = np.bincount(joint.row_class[:n_s], minlength=joint.n_classes)
-    pop_counts = np.rint(
-        np.bincount(joint.row_class[n_s:], weights=weights, minlength=joint.n_classes)
-    ).astype(np.int64)
+    weights = population_weights(population, count_column, integers=True)
+    classes = EquivalenceClasses.from_frame(subset, qis)
+    class_ids, population_ids, n_ids = join_population(classes, population)
+    sub_counts = np.bincount(class_ids, weights=classes.sizes, minlength=n_ids).astype(np.int64)
+    pop_counts = np.rint(np.bincount(population_ids, weights=weights, minlength=n_ids)).astype(np.int64)
     over = sub_counts > pop_counts
     if over.any():
         j = int(np.flatnonzero(over)[0])
-        row = int(np.flatnonzero(joint.row_class[:n_s] == j)[0])
-        keys = subset[qis].iloc[[row]].reset_index(drop=True)
+        c = int(np.flatnonzero(class_ids == j)[0])
         raise DataError(
-            f"the population lacks subset class ({_describe(keys, 0)}): {int(sub_counts[j])} "
-            f"subset record(s), {int(pop_counts[j])} in the population "
+            f"the population lacks subset class {describe_class(classes.keys(), qis, c)}: "
+            f"{int(sub_counts[j])} subset record(s), {int(pop_counts[j])} in the population "
             f"({int(over.sum())} such class(es))"
         )
     result = delta_presence_from_counts(sub_counts, pop_counts)
-    # Population classes in the order delta_presence_from_counts keeps them (count > 0).
+    # Population classes in the order delta_presence_from_counts keeps them (count > 0), each
+    # named by its first population row.
     kept = np.flatnonzero(pop_counts > 0)
-    keys = combined.iloc[joint.first_rows[kept]].reset_index(drop=True)
+    first = np.full(n_ids, len(population), dtype=np.int64)
+    np.minimum.at(first, population_ids, np.arange(len(population), dtype=np.int64))
+    keys = population[qis].iloc[first[kept]].reset_index(drop=True)
     return dataclasses.replace(result, keys=keys)

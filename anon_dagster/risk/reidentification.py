@@ -31,44 +31,60 @@ from ..hierarchies import _as_label
 from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
 
 
-def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame,
-                           count_column: str | None = None, source: str = "population",
-                           strict: bool = True, cache: FactorizeCache | None = None) -> np.ndarray:
-    """Population size ``F_c`` of each sample class (float64, one per class).
+def population_weights(population: pd.DataFrame, count_column: str | None, source: str = "the population",
+                       integers: bool = False) -> np.ndarray | None:
+    """The people each population row stands for: ``None`` for microdata (one row, one person),
+    else the float64 values of ``count_column`` of a frequency table.
 
-    The population is microdata (one row per person) or, with ``count_column``, a frequency
-    table whose rows carry the number of people with those QI values (rows may repeat). Values
-    are matched as the sample's, missing matching missing. Raises DataError when a QI column is
-    absent, counts are not non-negative numbers, a sample class is absent from the population
-    (its journalist risk would be undefined; the message names one such class), or a class has
-    fewer people in the population than rows in the sample. With ``strict=False`` the latter is
-    the documented choice ``F_c = max(F_c, n_c)`` (rows that are events of the same person, such
-    as repeated admissions, can outnumber the people of a class). ``cache`` shares the
-    columns' factorizations with the rest of a measurement.
+    Raises DataError naming the source, the column and the first bad row when the column is
+    absent or holds a value that is not a number >= 0 (with ``integers``, not a whole number).
+    """
+    if count_column is None:
+        return None
+    if count_column not in population.columns:
+        raise DataError(
+            f"{source} has no count column {count_column!r} "
+            f"(columns: {', '.join(map(str, population.columns))})"
+        )
+    weights = pd.to_numeric(population[count_column], errors="coerce").to_numpy(float, na_value=np.nan)
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if integers:
+        bad |= weights != np.floor(np.nan_to_num(weights))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        value = population[count_column].iloc[row]
+        value = value.item() if isinstance(value, np.generic) else value
+        kind = "integers" if integers else "numbers"
+        raise DataError(
+            f"{source}: count column {count_column!r} must hold non-negative {kind}; "
+            f"row {row} has {value!r}"
+        )
+    return weights
+
+
+def join_population(classes: EquivalenceClasses, population: pd.DataFrame, source: str = "the population",
+                    cache: FactorizeCache | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Sample classes and population rows numbered in one space of QI-value combinations.
+
+    Returns ``(class_ids, population_ids, n_ids)``: the combination id of each sample class and
+    of each population row, ids in ``[0, n_ids)``. A class and a row share an id when they hold
+    the same QI values: values match as they are, missing matching missing; a QI that is
+    numeric in one table and text in the other is compared by its labels (30 and 30.0 both read
+    "30"). Every value the population lacks gets one id of its own ("absent"), so a class
+    holding one has no population row. ``classes`` must be built with ``from_frame``.
     """
     qis = classes.qis
     absent = [q for q in qis if q not in population.columns]
     if absent:
         raise DataError(f"{source}: quasi-identifier {absent[0]!r} is not a column of the population")
-    if count_column is not None:
-        if count_column not in population.columns:
-            raise DataError(f"{source}: count column {count_column!r} is not a column of the population")
-        weights = pd.to_numeric(population[count_column], errors="coerce").to_numpy(float)
-        bad = np.isnan(weights) | (weights < 0)
-        if bad.any():
-            value = population[count_column].iloc[int(np.flatnonzero(bad)[0])]
-            raise DataError(f"{source}: count column {count_column!r} holds {value!r}, not a count >= 0")
-    else:
-        weights = None
     if classes._frame is None:
-        raise ValueError("population_class_sizes needs classes built with from_frame")
+        raise ValueError("join_population needs classes built with from_frame")
     sample = classes._frame
     first = classes.first_rows
-    n_classes = classes.n_classes
     # Code each population column once; look up only the sample's distinct values among the
     # population's (a hash lookup over a few values, not over rows), and join only one row
     # per sample class: every row of a class has the same QI values. A value the population
-    # lacks gets a code of its own (F = 0), a missing value the population's missing code.
+    # lacks gets a code of its own, a missing value the population's missing code.
     class_codes, pop_codes, cards = [], [], []
     for q in qis:
         codes, uniques = _value_codes(population[q], cache)
@@ -83,10 +99,30 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
         cards.append(n_u + 2)
     joint = [np.concatenate([a, b]) for a, b in zip(class_codes, pop_codes, strict=True)]
     del class_codes, pop_codes
-    ids, _ = combine_codes(joint, cards, n_classes + len(population))
-    pop_ids = ids[n_classes:]
-    totals = np.bincount(pop_ids, weights=weights, minlength=int(ids.max()) + 1 if len(ids) else 0)
-    F = totals[ids[:n_classes]].astype(float)
+    n_classes = classes.n_classes
+    ids, sizes = combine_codes(joint, cards, n_classes + len(population))
+    return ids[:n_classes], ids[n_classes:], len(sizes)
+
+
+def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame,
+                           count_column: str | None = None, source: str = "population",
+                           strict: bool = True, cache: FactorizeCache | None = None) -> np.ndarray:
+    """Population size ``F_c`` of each sample class (float64, one per class).
+
+    The population is microdata (one row per person) or, with ``count_column``, a frequency
+    table whose rows carry the number of people with those QI values (rows may repeat). Values
+    are matched as :func:`join_population` says. Raises DataError when a QI column is absent,
+    counts are not non-negative numbers, a sample class is absent from the population (its
+    journalist risk would be undefined; the message names one such class), or a class has
+    fewer people in the population than rows in the sample. With ``strict=False`` the latter is
+    the documented choice ``F_c = max(F_c, n_c)`` (rows that are events of the same person, such
+    as repeated admissions, can outnumber the people of a class). ``cache`` shares the
+    columns' factorizations with the rest of a measurement.
+    """
+    qis = classes.qis
+    weights = population_weights(population, count_column, source)
+    class_ids, population_ids, n_ids = join_population(classes, population, source, cache)
+    F = np.bincount(population_ids, weights=weights, minlength=n_ids)[class_ids].astype(float)
     keys: pd.DataFrame | None = None
 
     lacking = np.flatnonzero(F <= 0)
@@ -95,7 +131,7 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
     if len(lacking):
         raise DataError(
             f"{source}: the population has no one in the sample class "
-            f"{_describe(keys, qis, int(lacking[0]))} ({len(lacking)} of {classes.n_classes} sample classes "
+            f"{describe_class(keys, qis, int(lacking[0]))} ({len(lacking)} of {classes.n_classes} sample classes "
             "are absent): journalist and marketer risk are undefined; give the population the "
             "sample was drawn from, generalized like the sample"
         )
@@ -105,7 +141,7 @@ def population_class_sizes(classes: EquivalenceClasses, population: pd.DataFrame
     if len(short):
         c = int(short[0])
         raise DataError(
-            f"{source}: the sample class {_describe(keys, qis, c)} has {int(classes.sizes[c])} "
+            f"{source}: the sample class {describe_class(keys, qis, c)} has {int(classes.sizes[c])} "
             f"rows but the population only {F[c]:g} people: the sample is not drawn from this "
             "population, or its rows are events (several per person: strict_population=False, "
             "--lenient-population, counts such a class as its own rows)"
@@ -164,7 +200,8 @@ def _plain(series: pd.Series) -> pd.Series:
     return series
 
 
-def _describe(keys: pd.DataFrame, qis: Sequence[str], row: int) -> str:
+def describe_class(keys: pd.DataFrame, qis: Sequence[str], row: int) -> str:
+    """``(q1=v1, q2=v2)``: the QI values of row ``row`` of ``keys``, for error messages."""
     parts = []
     for q in qis:
         v = keys[q].iloc[row]
