@@ -23,7 +23,12 @@ from ..errors import DataError
 from ..hierarchies import Hierarchy
 from ..io import read_table
 from .classes import EquivalenceClasses, FactorizeCache, _factorize
-from .reidentification import journalist_figures, population_class_sizes, prosecutor_figures
+from .reidentification import (
+    check_sampling_fraction,
+    journalist_figures,
+    population_class_sizes,
+    prosecutor_figures,
+)
 from .sensitive import (
     CodedSensitive,
     class_value_cells,
@@ -319,13 +324,7 @@ def measure_risk(
     if both:
         raise DataError(f"column {both[0]!r} is given both as quasi-identifier and as sensitive attribute")
     if sampling_fraction is not None:
-        try:
-            f_ok = 0.0 < float(sampling_fraction) <= 1.0
-        except (TypeError, ValueError):
-            f_ok = False
-        if not f_ok:
-            raise DataError(f"sampling fraction {sampling_fraction!r} is outside (0, 1]")
-        sampling_fraction = float(sampling_fraction)
+        sampling_fraction = check_sampling_fraction(sampling_fraction)
     if count_column is not None and population is None:
         raise DataError(f"count column {count_column!r} given without a population")
     threshold = DEFAULT_RISK_THRESHOLD if risk_threshold is None else float(risk_threshold)
@@ -495,11 +494,11 @@ def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float
     return SensitiveResult(coded.name, div.l_distinct, div.entropy, t, distance, tv, rec, disclosure)
 
 
-def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: int) -> dict[str, Any] | None:
-    try:
-        from .population import population_uniqueness
-    except ImportError:  # estimators not installed in this build
-        return None
+def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: int) -> dict[str, Any]:
+    # imported here: the estimators load scipy.stats, which a measurement without a population
+    # or sampling fraction never needs
+    from .population import population_uniqueness
+
     return population_uniqueness(sizes, f, bootstrap=bootstrap, seed=seed).to_dict()
 
 

@@ -94,6 +94,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from anon_dagster.errors import DataError
+from anon_dagster.risk.reidentification import check_sampling_fraction
 
 MODELS: tuple[str, ...] = ("naive", "poisson", "poisson_gamma", "zayatz", "pitman", "snb")
 """The estimators, in the order they are reported (``dankar`` is reported apart)."""
@@ -193,19 +194,6 @@ class PopulationUniqueness:
 
 # --------------------------------------------------------------------------------------------
 # Input checks and frequencies of frequencies
-
-
-def check_sampling_fraction(sampling_fraction: Any) -> float:
-    """Return ``sampling_fraction`` as a float in ``(0, 1]`` or raise :class:`DataError`."""
-    try:
-        f = float(sampling_fraction)
-    except (TypeError, ValueError):
-        raise DataError(
-            f"sampling fraction must be a number in (0, 1], got {sampling_fraction!r}"
-        ) from None
-    if not math.isfinite(f) or f <= 0.0 or f > 1.0:
-        raise DataError(f"sampling fraction must be in (0, 1], got {sampling_fraction!r}")
-    return f
 
 
 def frequencies_of_frequencies(class_sizes: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from anon_dagster.errors import DataError
-from anon_dagster.risk.classes import EquivalenceClasses
+from anon_dagster.risk.classes import EquivalenceClasses, FactorizeCache
 from anon_dagster.risk.reidentification import describe_class, join_population, population_weights
 
 # --------------------------------------------------------------------------------------------
@@ -113,8 +113,9 @@ def match_population(
     if len(population) == 0 or (weights is not None and weights.sum() == 0):
         raise DataError("the population is empty (0 people)")
 
-    classes = EquivalenceClasses.from_frame(sample, qis)
-    class_ids, population_ids, n_ids = join_population(classes, population)
+    cache = FactorizeCache(qis)  # the sample's QI columns are coded for its classes and the join
+    classes = EquivalenceClasses.from_frame(sample, qis, cache=cache)
+    class_ids, population_ids, n_ids = join_population(classes, population, cache=cache)
     pop_counts = np.rint(np.bincount(population_ids, weights=weights, minlength=n_ids)).astype(np.int64)
     sample_sizes = classes.sizes
     population_sizes = pop_counts[class_ids]
@@ -342,8 +343,9 @@ def delta_presence(
     if len(subset) == 0:
         raise DataError("the subset is empty (0 rows)")
     weights = population_weights(population, count_column, integers=True)
-    classes = EquivalenceClasses.from_frame(subset, qis)
-    class_ids, population_ids, n_ids = join_population(classes, population)
+    cache = FactorizeCache(qis)  # the subset's QI columns are coded for its classes and the join
+    classes = EquivalenceClasses.from_frame(subset, qis, cache=cache)
+    class_ids, population_ids, n_ids = join_population(classes, population, cache=cache)
     sub_counts = np.bincount(class_ids, weights=classes.sizes, minlength=n_ids).astype(np.int64)
     pop_counts = np.rint(np.bincount(population_ids, weights=weights, minlength=n_ids)).astype(np.int64)
     over = sub_counts > pop_counts

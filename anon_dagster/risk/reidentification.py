@@ -19,7 +19,9 @@ population class size under uniform sampling, labelled as an estimate).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +31,17 @@ import pyarrow.compute as pc
 from ..errors import DataError
 from ..hierarchies import _as_label
 from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
+
+
+def check_sampling_fraction(sampling_fraction: Any) -> float:
+    """Return ``sampling_fraction`` as a float in ``(0, 1]`` or raise :class:`DataError`."""
+    try:
+        f = float(sampling_fraction)
+    except (TypeError, ValueError):
+        f = math.nan
+    if not math.isfinite(f) or f <= 0.0 or f > 1.0:
+        raise DataError(f"sampling fraction {sampling_fraction!r} is outside (0, 1]")
+    return f
 
 
 def population_weights(population: pd.DataFrame, count_column: str | None, source: str = "the population",
