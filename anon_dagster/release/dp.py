@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import secrets
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -348,11 +347,6 @@ def dp_aggregates(
         measures=measures, cells=len(table), rows_used=len(data), rows_dropped_by_bound=dropped,
         rows_outside_domain=outside, domain_declared=bool(config.domain),
     )
-
-
-def seeded_source(seed: int) -> random.Random:
-    """A reproducible integer source (for tests and demos only: not for real releases)."""
-    return random.Random(seed)
 
 
 def epsilon_spend(spec: Any) -> tuple[float, float, str, float | None]:

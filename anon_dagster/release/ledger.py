@@ -134,10 +134,6 @@ class Publication:
     epsilon: float | None
     superseded_by: int | None
 
-    @property
-    def counts_for_composition(self) -> bool:
-        return self.status == "published" and self.superseded_by is None
-
 
 @dataclass
 class RecordOutcome:
@@ -165,6 +161,15 @@ class BudgetState:
     @property
     def remaining(self) -> float:
         return max(self.total - self.composed_before, 0.0)
+
+    def refusal(self, what: str) -> BudgetExceeded:
+        """The error refusing this spend; ``what`` names what would have been published."""
+        return BudgetExceeded(
+            f"population {self.population!r}: publishing {what} with epsilon={self.requested:g} "
+            f"would bring the budget to {self.composed_after:.4g} ({self.composition} composition "
+            f"over {len(self.spent) + 1} releases), above total_epsilon={self.total:g} "
+            f"(already spent {self.composed_before:.4g})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -398,13 +403,7 @@ class Ledger:
                 epsilon = float(epsilon_spend[0])
                 state = self._budget_state(conn, population or release, *epsilon_spend)
                 if not state.allowed:
-                    raise BudgetExceeded(
-                        f"population {state.population!r}: publishing {release}/{partition or '-'} "
-                        f"with epsilon={state.requested:g} would bring the budget to "
-                        f"{state.composed_after:.4g} ({state.composition} composition over "
-                        f"{len(state.spent) + 1} releases), above total_epsilon={state.total:g} "
-                        f"(already spent {state.composed_before:.4g})"
-                    )
+                    raise state.refusal(f"{release}/{partition or '-'}")
             cur = conn.execute(
                 "INSERT INTO publications (release, partition, population, status, spec_hash, "
                 "data_hash, qis, k, rows, published_at, report_path, report_json, report_inputs, "

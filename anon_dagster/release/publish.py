@@ -12,10 +12,16 @@ from typing import Any
 import pandas as pd
 
 from ..errors import UserError
-from . import dp as _dp
 from .composition import CompositionResult, check_composition, class_assignment
-from .dp import DPAggregates, IntegerSource, aggregates_config, budget_population, dp_aggregates
-from .ledger import BudgetExceeded, ClassAssignmentRows, Ledger, Publication, RecordOutcome
+from .dp import (
+    DPAggregates,
+    IntegerSource,
+    aggregates_config,
+    budget_population,
+    dp_aggregates,
+    epsilon_spend,
+)
+from .ledger import ClassAssignmentRows, Ledger, Publication, RecordOutcome
 from .report import build_report, render_json
 
 
@@ -56,19 +62,16 @@ def dp_release(
     """Noisy aggregates of a ``publication.mode: aggregates`` release, after its budget check.
 
     The budget is checked *before* any noise is drawn (a refused release computes nothing)
-    and raises :class:`BudgetExceeded`. Returns the aggregates and the dict to pass as
+    and raises :class:`~anon_dagster.release.ledger.BudgetExceeded`. Returns the aggregates and the dict to pass as
     ``report_inputs(dp=...)`` (mechanism, per-cell error, budget state). Record the release
     with ``record_evaluation(..., epsilon_spend=epsilon_spend(spec))``, which spends the
     budget atomically (and refuses again if another release spent it meanwhile).
     """
     config = aggregates_config(spec)
-    eps, total, method, delta = _dp.epsilon_spend(spec)
+    eps, total, method, delta = epsilon_spend(spec)
     state = ledger.budget(budget_population(spec), epsilon=eps, total=total, composition=method, delta=delta)
     if not state.allowed:
-        raise BudgetExceeded(
-            f"population {state.population!r}: epsilon {eps:g} would bring the budget to "
-            f"{state.composed_after:.4g}, above total_epsilon={total:g} (spent {state.composed_before:.4g})"
-        )
+        raise state.refusal(spec.release)
     result = dp_aggregates(df, config, spec.publication.epsilon, rng)
     return result, {**result.to_dict(), "budget": state.to_dict()}
 
