@@ -235,7 +235,9 @@ def _mondrian(work, spec, policy, sens_codes, progress):
     reps = kept[first]
     boxes = {"classes": m.n_classes,
              "partition_keys": {c: [_as_label(v) for v in work[c].iloc[reps].tolist()] for c in pks},
-             "columns": m.boxes}
+             "columns": m.boxes,
+             # the cut tree, so a large population is placed by replaying it (population.py)
+             "tree": m.tree}
     info = {"mondrian": {
         "ncp": round(m.ncp, 6), "cuts": m.cuts, "classes": m.n_classes, "min_part_size": min_part,
         "parts_suppressed": m.too_small_parts, "ranges": m.ranges,

@@ -28,7 +28,9 @@ is about (depth × rows × QIs), never a Python loop per part.
 
 from __future__ import annotations
 
+import base64
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -173,6 +175,7 @@ class MondrianResult:
     cuts: int
     elapsed_s: float
     boxes: dict[str, dict] = field(default_factory=dict)
+    tree: dict = field(default_factory=dict)
 
 
 def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
@@ -254,6 +257,12 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
     class_lo, class_hi, class_hp, class_sizes = [], [], [], []
     n_classes = 0
     cuts = 0
+    roots = len(sizes)
+    # the cut tree, breadth first: per node the dimension cut (-1: a final class) and, for cut
+    # nodes, the highest rank going left (children of a depth's cut nodes are the next depth's
+    # nodes, left half first; final nodes take class ids in order)
+    tree_dim: list[np.ndarray] = []
+    tree_cut: list[np.ndarray] = []
     while len(sizes):
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         lo = np.empty((len(sizes), D), dtype=np.int64)
@@ -277,18 +286,25 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         final = decided.copy()
         dim_order = np.argsort(-widths, axis=1, kind="stable")
         lhs_all = np.zeros(len(sizes), dtype=np.int64)
+        dim_all = np.full(len(sizes), -1, dtype=np.int8)
+        cut_all = np.zeros(len(sizes), dtype=np.int64)
         for attempt in range(D):
             for j, d in enumerate(dims):
                 sel = (~decided) & (dim_order[:, attempt] == j) & (hi[:, j] > lo[:, j])
                 if not sel.any():
                     continue
                 segs = np.flatnonzero(sel)
-                ok, lhs = _try_cut(d, j, segs, starts, sizes, w_perm, w_rank, w_sens,
-                                   lo[:, j], hi[:, j], half_failing)
+                ok, lhs, cut_rank = _try_cut(d, j, segs, starts, sizes, w_perm, w_rank, w_sens,
+                                             lo[:, j], hi[:, j], half_failing)
                 decided[segs[ok]] = True
                 lhs_all[segs[ok]] = lhs[ok]
+                dim_all[segs[ok]] = j
+                cut_all[segs[ok]] = cut_rank[ok]
                 cuts += int(ok.sum())
         final |= ~decided  # no QI allows a cut
+        dim_all[final] = -1
+        tree_dim.append(dim_all)
+        tree_cut.append(cut_all[~final])
         if final.any():
             f = np.flatnonzero(final)
             fmask = np.repeat(final, sizes)
@@ -342,8 +358,50 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         {"rows": int(csizes[c]), **{dims[j].name: str(label_per_class[j][c]) for j in range(D)}}
         for c in range(min(n_classes, max_ranges))
     ]
+    tree = _tree_record(dims, roots, tree_dim, tree_cut)
     return MondrianResult(columns, row_class, n_classes, csizes, suppressed, ncp, ranges,
-                          too_small, cuts, time.perf_counter() - t0, boxes)
+                          too_small, cuts, time.perf_counter() - t0, boxes, tree)
+
+
+def _tree_record(dims: list[_Dim], roots: int, tree_dim: list[np.ndarray],
+                 tree_cut: list[np.ndarray]) -> dict:
+    """The cut tree in a compact, replayable form (see :mod:`.population`).
+
+    ``dim`` (int8, one per node, breadth first; -1 for a final class) and ``cut`` (float64, one
+    per cut node) are zlib-compressed little-endian arrays in base64. A cut sends left the values
+    ``<= cut``: for a numeric QI a value (dates as int64 nanoseconds; missing values always go
+    right), for a categorical QI a rank of the hierarchy's depth-first order of the values
+    present, whose per-level nodes are listed in ``ranks`` as (labels, first rank, last rank).
+    Roots are the partition-key parts in the order of their classes.
+    """
+    dim = np.concatenate(tree_dim) if tree_dim else np.zeros(0, np.int8)
+    cut_rank = np.concatenate(tree_cut) if tree_cut else np.zeros(0, np.int64)
+    cut = np.zeros(len(cut_rank), dtype=np.float64)
+    cut_dim = dim[dim >= 0]
+    ranks: dict[str, dict] = {}
+    for j, d in enumerate(dims):
+        sel = cut_dim == j
+        if d.numeric:
+            assert d.values is not None
+            cut[sel] = d.values[cut_rank[sel]].astype(np.float64)
+        else:
+            cut[sel] = cut_rank[sel]
+            ranks[d.name] = {"labels": [[str(x) for x in lab] for lab in d.labels],
+                             "first": [f.astype(int).tolist() for f in d.first],
+                             "last": [la.astype(int).tolist() for la in d.last]}
+    return {"version": 1, "columns": [d.name for d in dims], "roots": int(roots),
+            "nodes": int(len(dim)), "dim": pack_array(dim.astype("<i1")),
+            "cut": pack_array(cut.astype("<f8")), "ranks": ranks}
+
+
+def pack_array(a: np.ndarray) -> str:
+    """A numpy array's bytes, zlib-compressed, in base64 (the dtype is known to the reader)."""
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 6)).decode("ascii")
+
+
+def unpack_array(text: str, dtype: str) -> np.ndarray:
+    """Inverse of :func:`pack_array`."""
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype)
 
 
 def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels: np.ndarray,
@@ -372,13 +430,36 @@ def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels:
         out["hi"] = [None if m else cast(d.values[b]) for b, m in zip(hi, only_missing, strict=True)]
         out["missing"] = [bool(x) for x in missing]
         return out
-    levels, members = [], []
-    for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+    levels, members, loose = [], [], []
+    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
         level, names = _coverage(d, a, b)
         levels.append(level)
         members.append(names)
+        if _loose(d, a, b):
+            loose.append(i)
     out["level"], out["members"] = levels, members
+    # boxes whose node label is wider than the class's values (see _loose): the only boxes a
+    # population row outside the class's branch of the cut tree can fall into
+    out["loose"] = loose
     return out
+
+
+def _loose(d: _Dim, lo: int, hi: int) -> bool:
+    """Whether the ranks [lo, hi] are labelled by a whole node they do not cover.
+
+    That happens when the range spans more than MAX_SET_LABEL of a node's children but not all
+    of them: the label names the node, so its box also holds values of sibling classes.
+    """
+    if lo == hi:
+        return False
+    lvl = 0
+    for level in range(len(d.anc) - 1):
+        if d.anc[level][lo] != d.anc[level][hi]:
+            lvl = level
+    parent = d.anc[lvl + 1][lo]
+    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
+    whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
+    return not whole and len(np.unique(d.anc[lvl][lo:hi + 1])) > MAX_SET_LABEL
 
 
 def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
@@ -405,11 +486,12 @@ def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
 
 def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
              w_perm: np.ndarray, w_rank: np.ndarray, w_sens: list[np.ndarray],
-             lo: np.ndarray, hi: np.ndarray, half_failing) -> tuple[np.ndarray, np.ndarray]:
+             lo: np.ndarray, hi: np.ndarray, half_failing
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cut the parts ``segs`` along dimension ``d`` (row ``j`` of ``w_rank``).
 
     The working arrays of accepted parts are reordered in place, left half first. Returns
-    (accepted mask over ``segs``, left-half size per part).
+    (accepted mask over ``segs``, left-half size per part, highest rank going left per part).
     """
     s_sizes = sizes[segs]
     s_off = np.concatenate([[0], np.cumsum(s_sizes)[:-1]]).astype(np.int64)
@@ -461,6 +543,7 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
         return half_failing(ids, 2 * len(segs), hsizes, sorted_sens).reshape(-1, 2).any(axis=1)
 
     ok = valid & ~halves_fail(cut, lhs)
+    cut_rank = cut
     if d.missing_rank >= 0:
         # a part holding both missing and present values is first split between them, when
         # both sides satisfy the policy: a class then never mixes the two
@@ -469,6 +552,7 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
         valid_c = (s_hi == d.missing_rank) & (cnt_c > 0) & (cnt_c < s_sizes)
         prefer_c = valid_c & ~halves_fail(cut_c, cnt_c)
         lhs = np.where(prefer_c, cnt_c, lhs)
+        cut_rank = np.where(prefer_c, cut_c, cut_rank)
         ok |= prefer_c
     if ok.any():
         take = ok[local[order]]
@@ -479,7 +563,7 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
             w_rank[r][dst] = w_rank[r][src]
         for s_ in w_sens:
             s_[dst] = s_[src]
-    return ok, lhs
+    return ok, lhs, cut_rank
 
 
 def _labels(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray) -> np.ndarray:

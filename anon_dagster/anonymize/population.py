@@ -169,8 +169,6 @@ def _mondrian(pop: pd.DataFrame, spec, record, qis, count, source) -> pd.DataFra
     np.minimum.at(rep, combo, np.arange(len(pop)))
     combo_weight = np.bincount(combo, weights=weights, minlength=n_combo).astype(np.int64)
 
-    # per generalized QI: which box holds each distinct population value
-    inside = {c: _inside(uniques[c], boxes["columns"][c], spec.hierarchies[c], c, source) for c in gen}
     class_box = {c: np.asarray(boxes["columns"][c]["class_box"], dtype=np.int64) for c in gen}
 
     # published classes = distinct label tuples (with the partition keys)
@@ -188,7 +186,8 @@ def _mondrian(pop: pd.DataFrame, spec, record, qis, count, source) -> pd.DataFra
     # partition keys are matched exactly, as labels: one block of classes per key combination
     from ..hierarchies import _as_label
 
-    combo_pk = [np.array([_as_label(v) for v in pop[c].to_numpy(dtype=object)[rep]], dtype=object) for c in pks]
+    # labels of the distinct values, then per combination (one Python call per distinct value)
+    combo_pk = [np.array([_as_label(v) for v in uniques[c]], dtype=object)[codes[c][rep]] for c in pks]
     if pks:
         class_key = pd.MultiIndex.from_arrays([pk_class[c] for c in pks]) if len(pks) > 1 else pd.Index(pk_class[pks[0]])
         combo_key = pd.MultiIndex.from_arrays(combo_pk) if len(pks) > 1 else pd.Index(combo_pk[0])
@@ -197,26 +196,27 @@ def _mondrian(pop: pd.DataFrame, spec, record, qis, count, source) -> pd.DataFra
     else:
         part_ids = np.zeros(n_classes, dtype=np.int64)
         combo_part = np.zeros(n_combo, dtype=np.int64)
-    pairs_combo, pairs_tuple = [], []
-    for p in np.unique(part_ids):
-        classes = np.flatnonzero(part_ids == p)
-        combos = np.flatnonzero(combo_part == p)
-        if not len(combos):
-            continue
-        step = max(BLOCK // max(len(classes), 1), 1)
-        for start in range(0, len(combos), step):
-            block = combos[start:start + step]
-            hit = np.ones((len(block), len(classes)), dtype=bool)
-            for c in gen:
-                values = codes[c][rep[block]]
-                hit &= inside[c][np.ix_(values, class_box[c][classes])]
-            i, k = np.nonzero(hit)
-            pairs_combo.append(block[i])
-            pairs_tuple.append(class_tuple[classes[k]])
-    if not pairs_combo:
+    tree = boxes.get("tree")
+    if tree and _replayable(tree, spec, gen, pks):
+        member = {c: _Membership(uniques[c], boxes["columns"][c], spec.hierarchies[c], c, source)
+                  for c in gen}
+        value_of = {c: codes[c][rep] for c in gen}
+        pc, cls = _tree_pairs(tree, n_classes, member, value_of, part_ids, combo_part, source)
+        # rows outside their tree branch can only fall into loose boxes: tested box by box
+        loose = np.zeros(n_classes, dtype=bool)
+        for c in gen:
+            loose_boxes = np.asarray(boxes["columns"][c].get("loose", []), dtype=np.int64)
+            loose |= np.isin(class_box[c], loose_boxes)
+        lc, lcls = _pairs_by_membership(np.flatnonzero(loose), member, value_of, part_ids, combo_part)
+        pc, pt = np.concatenate([pc, lc]), class_tuple[np.concatenate([cls, lcls])]
+    else:
+        # records without a cut tree (older ones) or matched on fewer QIs than were cut:
+        # every population combination against every class box of its part
+        inside = {c: _inside(uniques[c], boxes["columns"][c], spec.hierarchies[c], c, source) for c in gen}
+        pc, pt = _pairs_by_boxes(inside, class_box, class_tuple, {c: codes[c][rep] for c in gen},
+                                 part_ids, combo_part)
+    if not len(pc):
         return _empty(pop, gen, pks, count)
-    pc = np.concatenate(pairs_combo)
-    pt = np.concatenate(pairs_tuple)
     # a row counts once per published label tuple, even when several classes share the labels
     uniq = np.unique(pc * n_tuples + pt)
     pc, pt = uniq // n_tuples, uniq % n_tuples
@@ -238,6 +238,252 @@ def _mondrian(pop: pd.DataFrame, spec, record, qis, count, source) -> pd.DataFra
     return frame.loc[np.repeat(np.arange(len(frame)), w)].reset_index(drop=True)
 
 
+def _pairs_by_boxes(inside, class_box, class_tuple, value_of, part_ids, combo_part
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """(combination, label tuple) pairs: every combination against every class box of its part.
+
+    The reference method, and the one for records without a cut tree: its cost is
+    (combinations × classes) per partition-key part, in blocks of at most BLOCK tests.
+    """
+    pairs_combo, pairs_tuple = [], []
+    for p in np.unique(part_ids):
+        classes = np.flatnonzero(part_ids == p)
+        combos = np.flatnonzero(combo_part == p)
+        if not len(combos):
+            continue
+        step = max(BLOCK // max(len(classes), 1), 1)
+        for start in range(0, len(combos), step):
+            block = combos[start:start + step]
+            hit = np.ones((len(block), len(classes)), dtype=bool)
+            for c in inside:
+                hit &= inside[c][np.ix_(value_of[c][block], class_box[c][classes])]
+            i, k = np.nonzero(hit)
+            pairs_combo.append(block[i])
+            pairs_tuple.append(class_tuple[classes[k]])
+    if not pairs_combo:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(pairs_combo), np.concatenate(pairs_tuple)
+
+
+def _replayable(tree: Mapping[str, Any], spec, gen: list[str], pks: list[str]) -> bool:
+    """Whether the cut tree can place this population: it is matched on every QI that was cut
+    and on every partition key (a population lacking one would go down both sides of a cut)."""
+    return (int(tree.get("version", 0)) == 1 and list(tree.get("columns", [])) == gen
+            and list(spec.generalized_qis) == gen and list(spec.partition_keys) == pks)
+
+
+class _Membership:
+    """One generalized QI's population values against its boxes, pair by pair.
+
+    ``contains(v, b)`` is ``_inside(...)[v, b]`` for arrays of value and box indices, without
+    the dense (values × boxes) matrix; ``coordinate`` places a value for the cut tree.
+    """
+
+    def __init__(self, values: np.ndarray, box: Mapping[str, Any], hierarchy: Hierarchy,
+                 column: str, source: str) -> None:
+        self.numeric = box["kind"] == "numeric"
+        self.box = box
+        if self.numeric:
+            self.num, self.na, self.raw_na = _numeric_values(values, bool(box.get("date")))
+            self.lo = np.array([np.nan if v is None else float(v) for v in box["lo"]])
+            self.hi = np.array([np.nan if v is None else float(v) for v in box["hi"]])
+            self.missing = np.asarray(box["missing"], dtype=bool)
+            return
+        try:
+            table = hierarchy.table(values)
+        except HierarchyError as exc:
+            raise HierarchyError(f"{source}: column {column!r}: {exc}") from None
+        self.table = table
+        n_levels = table.shape[1] if table.ndim == 2 else 0
+        # one id per (level, label): the boxes' members, then each value's label at every level
+        member_box, member_key = [], []
+        for b, (level, members) in enumerate(zip(box["level"], box["members"], strict=True)):
+            for m in members:
+                member_box.append(b)
+                member_key.append(f"{int(level)}\x1f{m}")
+        index = pd.Index(pd.unique(np.asarray(member_key, dtype=object)), dtype=object)
+        self.n_ids = max(len(index), 1)
+        ids = index.get_indexer(pd.Index(member_key, dtype=object)) if member_key else np.zeros(0, np.int64)
+        self.member_pairs = np.unique(np.asarray(member_box, dtype=np.int64) * self.n_ids + ids)
+        self.value_ids = np.full((len(values), max(n_levels, 1)), -1, dtype=np.int64)
+        for level in range(n_levels):
+            keys = pd.Index([f"{level}\x1f{x}" for x in table[:, level].astype(str)], dtype=object)
+            self.value_ids[:, level] = index.get_indexer(keys)
+        self.box_level = np.asarray(box["level"], dtype=np.int64)
+
+    def contains(self, v: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Value ``v[i]`` lies in box ``b[i]`` (same definition as ``_inside``)."""
+        if self.numeric:
+            x = self.num[v]
+            with np.errstate(invalid="ignore"):
+                hit = (x >= self.lo[b]) & (x <= self.hi[b]) & ~self.na[v]
+            return hit | (self.raw_na[v] & self.missing[b])
+        ids = self.value_ids[v, self.box_level[b]]
+        key = b * self.n_ids + ids
+        pos = np.searchsorted(self.member_pairs, key)
+        pos = np.minimum(pos, max(len(self.member_pairs) - 1, 0))
+        found = self.member_pairs[pos] == key if len(self.member_pairs) else np.zeros(len(v), bool)
+        return found & (ids >= 0)
+
+    def coordinate(self, ranks: Mapping[str, Any] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per distinct value: (low, high, placeable) in the cut tree's coordinates.
+
+        A cut sends left what is ``<= cut``. Numeric: low = high = the value, a missing value
+        +inf (always right); a value that is no number is in no box and not placeable.
+        Categorical: the first and last rank of the lowest hierarchy node holding the value that
+        had values in the sample (the value itself when it was there); a cut inside that range
+        splits the node, and a value the sample did not have cannot follow it (not placeable
+        there: only a loose box could still hold it).
+        """
+        if self.numeric:
+            x = np.where(self.raw_na, np.inf, self.num)
+            return x, x, ~(self.na & ~self.raw_na)
+        assert ranks is not None
+        n = len(self.table)
+        lo = np.full(n, -1, dtype=np.int64)
+        hi = np.full(n, -1, dtype=np.int64)
+        todo = np.ones(n, dtype=bool)
+        for level, labels in enumerate(ranks["labels"]):
+            if level >= self.table.shape[1] or not todo.any():
+                break
+            index = pd.Index(labels, dtype=object)
+            at = index.get_indexer(pd.Index(self.table[:, level].astype(str), dtype=object))
+            hit = todo & (at >= 0)
+            lo[hit] = np.asarray(ranks["first"][level], dtype=np.int64)[at[hit]]
+            hi[hit] = np.asarray(ranks["last"][level], dtype=np.int64)[at[hit]]
+            todo &= ~hit
+        return lo.astype(np.float64), hi.astype(np.float64), ~todo
+
+
+def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Membership],
+                value_of: dict[str, np.ndarray], part_ids: np.ndarray, combo_part: np.ndarray,
+                source: str) -> tuple[np.ndarray, np.ndarray]:
+    """(combination, class) pairs by replaying Mondrian's cut tree, then checking the leaf's box.
+
+    Every combination starts at the root of its partition-key part and goes down one depth per
+    pass (one vectorized pass over the combinations still placed): at a cut on QI ``j`` it goes
+    left when its coordinate is ``<= cut``, and is dropped when the cut splits the hierarchy node
+    it can only be located by. At a final node it is paired with that class when the class's
+    boxes hold its values (values between the sample's, in no box, are dropped here).
+    """
+    from .mondrian import unpack_array
+
+    columns = list(tree["columns"])
+    roots = int(tree["roots"])
+    dim = unpack_array(tree["dim"], "<i1").astype(np.int64)
+    cut = unpack_array(tree["cut"], "<f8")
+    if len(dim) != int(tree["nodes"]) or int((dim >= 0).sum()) != len(cut) or \
+            int((dim < 0).sum()) != n_classes:
+        raise DataError(f"{source}: transformation record: the Mondrian cut tree does not match "
+                        f"its {n_classes} class boxes")
+    coords = {c: member[c].coordinate(tree.get("ranks", {}).get(c)) for c in columns}
+
+    # each root's part: follow the tree's shape down to its classes (no data involved)
+    class_root = np.empty(n_classes, dtype=np.int64)
+    node_root = np.arange(roots, dtype=np.int64)
+    start, n_cls = 0, 0
+    while len(node_root):
+        d = dim[start:start + len(node_root)]
+        final = d < 0
+        class_root[n_cls:n_cls + int(final.sum())] = node_root[final]
+        n_cls += int(final.sum())
+        start += len(node_root)
+        node_root = np.repeat(node_root[~final], 2)
+    root_part = np.full(roots, -1, dtype=np.int64)
+    root_part[class_root] = part_ids
+    part_root = np.full(int(part_ids.max()) + 1 if len(part_ids) else 0, -1, dtype=np.int64)
+    part_root[root_part[root_part >= 0]] = np.flatnonzero(root_part >= 0)
+
+    # the combinations still being placed and their node at the current depth
+    live = np.flatnonzero(combo_part >= 0)
+    node = part_root[combo_part[live]]
+    placeable = np.ones(len(live), dtype=bool)
+    for c in columns:
+        placeable &= coords[c][2][value_of[c][live]]
+    keep = placeable & (node >= 0)
+    live, node = live[keep], node[keep]
+    width, start, cut_start, first_class = roots, 0, 0, 0
+    out_combo, out_class = [], []
+    while len(live) and width:
+        d = dim[start:start + width]
+        is_cut = d >= 0
+        n_cut = int(is_cut.sum())
+        node_cut = np.zeros(width)
+        node_cut[is_cut] = cut[cut_start:cut_start + n_cut]
+        # final nodes: class ids in node order; cut nodes: their two children at the next depth
+        class_of = np.cumsum(~is_cut) - 1 + first_class
+        child = (np.cumsum(is_cut) - 1) * 2
+        nd = d[node]
+        done = nd < 0
+        out_combo.append(live[done])
+        out_class.append(class_of[node[done]])
+        go = np.zeros(len(live), dtype=np.int64)  # 0 left, 1 right, 2 dropped
+        for j, c in enumerate(columns):
+            sel = np.flatnonzero(nd == j)
+            if not len(sel):
+                continue
+            v = value_of[c][live[sel]]
+            low, high = coords[c][0][v], coords[c][1][v]
+            t = node_cut[node[sel]]
+            go[sel] = np.where(high <= t, 0, np.where(low > t, 1, 2))
+        move = ~done & (go < 2)
+        live = live[move]
+        node = child[node[move]] + go[move]
+        start += width
+        cut_start += n_cut
+        first_class += width - n_cut
+        width = 2 * n_cut
+    pc = np.concatenate(out_combo) if out_combo else np.zeros(0, np.int64)
+    cls = np.concatenate(out_class) if out_class else np.zeros(0, np.int64)
+    # the leaf's boxes must hold the values: the tree only says no other class's can
+    ok = np.ones(len(pc), dtype=bool)
+    for c, m in member.items():
+        ok &= m.contains(value_of[c][pc], np.asarray(m.box["class_box"], dtype=np.int64)[cls])
+    return pc[ok], cls[ok]
+
+
+def _pairs_by_membership(classes: np.ndarray, member: dict[str, _Membership],
+                         value_of: dict[str, np.ndarray], part_ids: np.ndarray,
+                         combo_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(combination, class) pairs of ``classes`` tested box by box, within partition-key parts."""
+    out_combo, out_class = [], []
+    class_box = {c: np.asarray(m.box["class_box"], dtype=np.int64) for c, m in member.items()}
+    for p in np.unique(part_ids[classes]):
+        cl = classes[part_ids[classes] == p]
+        combos = np.flatnonzero(combo_part == p)
+        step = max(BLOCK // max(len(cl), 1), 1)
+        for s in range(0, len(combos), step):
+            block = combos[s:s + step]
+            i = np.repeat(block, len(cl))
+            k = np.tile(cl, len(block))
+            ok = np.ones(len(i), dtype=bool)
+            for c, m in member.items():
+                ok &= m.contains(value_of[c][i], class_box[c][k])
+            out_combo.append(i[ok])
+            out_class.append(k[ok])
+    if not out_combo:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_combo), np.concatenate(out_class)
+
+
+def _numeric_values(values: np.ndarray, date: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(float value, not a number, missing) of distinct population values of a numeric box.
+
+    Dates are int64 nanoseconds as float64. A value that does not parse is ``not a number`` but
+    not missing: it lies in no box.
+    """
+    series = pd.Series(values, dtype=object)
+    if date:
+        x = pd.to_datetime(series, errors="coerce")
+        na = x.isna().to_numpy()
+        num = x.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(np.float64)
+    else:
+        x = pd.to_numeric(series, errors="coerce")
+        na = x.isna().to_numpy()
+        num = x.to_numpy(dtype=np.float64, na_value=np.nan)
+    return num, na, pd.isna(series).to_numpy()
+
+
 def _empty(pop: pd.DataFrame, gen, pks, count) -> pd.DataFrame:
     cols = [*gen, *pks, *([count] if count else [])]
     return pop[cols].iloc[0:0].reset_index(drop=True)
@@ -248,17 +494,8 @@ def _inside(values: np.ndarray, box: Mapping[str, Any], hierarchy: Hierarchy, co
     """``m[v, b]``: distinct population value ``v`` lies in box ``b`` of this QI."""
     n_boxes = len(box["label"])
     if box["kind"] == "numeric":
-        series = pd.Series(values, dtype=object)
-        if box.get("date"):
-            x = pd.to_datetime(series, errors="coerce")
-            na = x.isna().to_numpy()
-            num = x.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(np.float64)
-        else:
-            x = pd.to_numeric(series, errors="coerce")
-            na = x.isna().to_numpy()
-            num = x.to_numpy(dtype=np.float64, na_value=np.nan)
         # a value that is not a number at all lies in no box (it is not missing either)
-        raw_na = pd.isna(series).to_numpy()
+        num, na, raw_na = _numeric_values(values, bool(box.get("date")))
         lo = np.array([np.nan if v is None else float(v) for v in box["lo"]])
         hi = np.array([np.nan if v is None else float(v) for v in box["hi"]])
         with np.errstate(invalid="ignore"):
