@@ -207,7 +207,7 @@ def _mondrian(pop: pd.DataFrame, spec, record, qis, count, source) -> pd.DataFra
         for c in gen:
             loose_boxes = np.asarray(boxes["columns"][c].get("loose", []), dtype=np.int64)
             loose |= np.isin(class_box[c], loose_boxes)
-        lc, lcls = _pairs_by_membership(np.flatnonzero(loose), member, value_of, part_ids, combo_part)
+        lc, lcls = _pairs_by_ranges(np.flatnonzero(loose), tree, member, value_of, part_ids, combo_part)
         pc, pt = np.concatenate([pc, lc]), class_tuple[np.concatenate([cls, lcls])]
     else:
         # records without a cut tree (older ones) or matched on fewer QIs than were cut:
@@ -442,28 +442,100 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     return pc[ok], cls[ok]
 
 
-def _pairs_by_membership(classes: np.ndarray, member: dict[str, _Membership],
-                         value_of: dict[str, np.ndarray], part_ids: np.ndarray,
-                         combo_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(combination, class) pairs of ``classes`` tested box by box, within partition-key parts."""
+def _pairs_by_ranges(classes: np.ndarray, tree: Mapping[str, Any], member: dict[str, _Membership],
+                     value_of: dict[str, np.ndarray], part_ids: np.ndarray, combo_part: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(combination, class) pairs of ``classes`` (the loose ones), without testing every pair.
+
+    In the cut tree's coordinates every box lies in a range per QI (numeric: [lo, hi], up to
+    +inf when it holds missing values; categorical: the ranks of its member nodes, a value
+    being placed by the first rank of its lowest node the sample had). Per class, the
+    combinations of its part whose coordinate falls in the range of its narrowest QI are the
+    candidates (found by binary search in the part's combinations sorted by that QI); each
+    candidate is then checked against all the class's boxes.
+    """
+    if not len(classes):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    columns = list(tree["columns"])
+    low, box_lo, box_hi = {}, {}, {}
+    usable = np.ones(len(combo_part), dtype=bool)
+    for c in columns:
+        m = member[c]
+        lo_v, _, ok = m.coordinate(tree.get("ranks", {}).get(c))
+        v = value_of[c]
+        low[c] = lo_v[v]
+        usable &= ok[v]
+        cb = np.asarray(m.box["class_box"], dtype=np.int64)[classes]
+        if m.numeric:
+            a = np.where(np.isnan(m.lo), np.inf, m.lo)
+            b = np.where(m.missing, np.inf, np.where(np.isnan(m.hi), -np.inf, m.hi))
+        else:
+            a, b = _member_spans(m, tree["ranks"][c])
+        box_lo[c], box_hi[c] = a[cb], b[cb]
     out_combo, out_class = [], []
     class_box = {c: np.asarray(m.box["class_box"], dtype=np.int64) for c, m in member.items()}
     for p in np.unique(part_ids[classes]):
-        cl = classes[part_ids[classes] == p]
-        combos = np.flatnonzero(combo_part == p)
-        step = max(BLOCK // max(len(cl), 1), 1)
-        for s in range(0, len(combos), step):
-            block = combos[s:s + step]
-            i = np.repeat(block, len(cl))
-            k = np.tile(cl, len(block))
-            ok = np.ones(len(i), dtype=bool)
-            for c, m in member.items():
-                ok &= m.contains(value_of[c][i], class_box[c][k])
-            out_combo.append(i[ok])
-            out_class.append(k[ok])
+        sel = np.flatnonzero(part_ids[classes] == p)
+        combos = np.flatnonzero((combo_part == p) & usable)
+        if not len(combos) or not len(sel):
+            continue
+        order, sorted_low = {}, {}
+        best_n = np.full(len(sel), np.iinfo(np.int64).max)
+        best_start = np.zeros(len(sel), dtype=np.int64)
+        best_dim = np.zeros(len(sel), dtype=np.int64)
+        for j, c in enumerate(columns):
+            order[c] = combos[np.argsort(low[c][combos], kind="stable")]
+            sorted_low[c] = low[c][order[c]]
+            start = np.searchsorted(sorted_low[c], box_lo[c][sel], side="left")
+            end = np.searchsorted(sorted_low[c], box_hi[c][sel], side="right")
+            n = np.maximum(end - start, 0)
+            better = n < best_n
+            best_n = np.where(better, n, best_n)
+            best_start = np.where(better, start, best_start)
+            best_dim = np.where(better, j, best_dim)
+        if not columns:  # no generalized QI: every combination of the part is a candidate
+            best_n = np.full(len(sel), len(combos))
+        # the candidates, class by class: a ragged gather in one pass
+        total = int(best_n.sum())
+        if not total:
+            continue
+        owner = np.repeat(np.arange(len(sel)), best_n)
+        offset = np.arange(total) - np.repeat(np.cumsum(best_n) - best_n, best_n)
+        pos = best_start[owner] + offset
+        cand = np.empty(total, dtype=np.int64)
+        for j, c in enumerate(columns):
+            here = best_dim[owner] == j
+            cand[here] = order[c][pos[here]]
+        if not columns:
+            cand = combos[offset]
+        k = classes[sel][owner]
+        ok = np.ones(total, dtype=bool)
+        for c, m in member.items():
+            ok &= m.contains(value_of[c][cand], class_box[c][k])
+        out_combo.append(cand[ok])
+        out_class.append(k[ok])
     if not out_combo:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_combo), np.concatenate(out_class)
+
+
+def _member_spans(m: _Membership, ranks: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Per categorical box: the lowest first rank and highest last rank of its member nodes
+    (+inf, -inf when the sample had none of them)."""
+    keys = [f"{level}\x1f{label}" for level, labels in enumerate(ranks["labels"]) for label in labels]
+    first = np.concatenate([np.asarray(f, dtype=np.float64) for f in ranks["first"]]) if keys else np.zeros(0)
+    last = np.concatenate([np.asarray(la, dtype=np.float64) for la in ranks["last"]]) if keys else np.zeros(0)
+    box_of = np.repeat(np.arange(len(m.box_level)), [len(x) for x in m.box["members"]])
+    member_keys = [f"{int(level)}\x1f{x}" for level, members in zip(m.box["level"], m.box["members"], strict=True)
+                   for x in members]
+    at = pd.Index(keys, dtype=object).get_indexer(pd.Index(member_keys, dtype=object)) if member_keys \
+        else np.zeros(0, np.int64)
+    a = np.full(len(m.box_level), np.inf)
+    b = np.full(len(m.box_level), -np.inf)
+    found = at >= 0
+    np.minimum.at(a, box_of[found], first[at[found]])
+    np.maximum.at(b, box_of[found], last[at[found]])
+    return a, b
 
 
 def _numeric_values(values: np.ndarray, date: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
