@@ -130,8 +130,7 @@ def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
         raise DataError(
             f"{spec.label}: the stored transformation record does not describe this anonymized table "
             "(output hash differs): materialize the anonymized asset again")
-    population = load_population(spec)
-    assert population is not None
+    population = load_population(spec)  # not None: the spec declares a population (checked above)
     return generalize_population(population, spec, record, publishable_view(anonymized))
 
 
@@ -141,7 +140,8 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
 
     ``population`` is already in the published classes (:func:`population_in_classes`) unless
     ``record`` is given, in which case the raw population is put into them here. An empty
-    release (everything suppressed) has no classes: ``{"rows": 0}``, which fails every threshold.
+    release (everything suppressed) has no classes: ``{"rows": 0, "classes": 0}``, which fails
+    every threshold.
     """
     data = publishable_view(anonymized)
     if len(data) == 0:
@@ -183,7 +183,8 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
     return out
 
 
-def _compare(value: float, comparison: str, threshold: float) -> bool:
+def _compare(value: float | None, comparison: str, threshold: float) -> bool:
+    """``value`` compared with ``threshold``; an unmeasured (None or NaN) value never passes."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return False
     return value >= threshold if comparison == ">=" else value <= threshold
