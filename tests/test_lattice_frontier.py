@@ -60,7 +60,7 @@ def brute_minimal(df, spec, k, max_sup) -> dict[tuple, int]:
 
 @st.composite
 def tables(draw):
-    n = draw(st.integers(min_value=4, max_value=40))
+    n = draw(st.integers(min_value=5, max_value=40))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     return pd.DataFrame({
         "age": rng.integers(20, 20 + draw(st.integers(1, 16)), n),
