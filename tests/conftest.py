@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# The test gate is deterministic: the same examples on every run and no per-example deadline
+# (a loaded CI machine is not a failing test). HYPOTHESIS_PROFILE=explore draws new examples.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 ADULT_DIR = REPO.parent / "shared" / "data" / "adult"
