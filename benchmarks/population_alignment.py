@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -36,14 +37,24 @@ QIS = ["age", "sex", "race", "marital-status", "education", "occupation"]
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--adult", type=Path, default=Path(__file__).resolve().parents[1] / "data" / "adult")
+    p.add_argument("--adult", type=Path, default=None,
+                   help="Adult data folder (default: ANON_DAGSTER_ADULT_DIR, data/adult, ../shared/data/adult)")
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--population", type=int, default=1_000_000)
     p.add_argument("--skip-adult", action="store_true")
     args = p.parse_args()
     if not args.skip_adult:
-        bench_adult(args.adult)
+        bench_adult(args.adult or adult_dir())
     bench_scale(args.rows, args.population)
+
+
+def adult_dir() -> Path:
+    root = Path(__file__).resolve().parents[1]
+    env = os.environ.get("ANON_DAGSTER_ADULT_DIR")
+    for cand in ([Path(env)] if env else []) + [root / "data" / "adult", root.parent / "shared" / "data" / "adult"]:
+        if (cand / "adult.csv").exists():
+            return cand
+    raise SystemExit("Adult data not found: set ANON_DAGSTER_ADULT_DIR or pass --adult (or --skip-adult)")
 
 
 def bench_adult(adult: Path) -> None:

@@ -202,13 +202,7 @@ def _mondrian(pop: pd.DataFrame, spec, record, qis, count, source) -> pd.DataFra
                   for c in gen}
         value_of = {c: codes[c][rep] for c in gen}
         pc, cls = _tree_pairs(tree, n_classes, member, value_of, part_ids, combo_part, source)
-        # rows outside their tree branch can only fall into loose boxes: tested box by box
-        loose = np.zeros(n_classes, dtype=bool)
-        for c in gen:
-            loose_boxes = np.asarray(boxes["columns"][c].get("loose", []), dtype=np.int64)
-            loose |= np.isin(class_box[c], loose_boxes)
-        lc, lcls = _pairs_by_ranges(np.flatnonzero(loose), tree, member, value_of, part_ids, combo_part)
-        pc, pt = np.concatenate([pc, lc]), class_tuple[np.concatenate([cls, lcls])]
+        pt = class_tuple[cls]
     else:
         # records without a cut tree (older ones) or matched on fewer QIs than were cut:
         # every population combination against every class box of its part
@@ -365,6 +359,11 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     left when its coordinate is ``<= cut``, and is dropped when the cut splits the hierarchy node
     it can only be located by. At a final node it is paired with that class when the class's
     boxes hold its values (values between the sample's, in no box, are dropped here).
+
+    A loose class (a categorical box labelled by a node N wider than the class) can also hold
+    rows of other branches, but only of branches that leave its path at a cut inside N: the
+    combinations passing through its highest such ancestor (its *fork*) are its candidates,
+    each checked against its boxes.
     """
     from .mondrian import unpack_array
 
@@ -389,6 +388,9 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
         n_cls += int(final.sum())
         start += len(node_root)
         node_root = np.repeat(node_root[~final], 2)
+    fork = _forks(tree, dim, cut, roots, n_classes, member)
+    is_fork = np.zeros(len(dim), dtype=bool)
+    is_fork[fork[fork >= 0]] = True
     root_part = np.full(roots, -1, dtype=np.int64)
     root_part[class_root] = part_ids
     part_root = np.full(int(part_ids.max()) + 1 if len(part_ids) else 0, -1, dtype=np.int64)
@@ -404,7 +406,12 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     live, node = live[keep], node[keep]
     width, start, cut_start, first_class = roots, 0, 0, 0
     out_combo, out_class = [], []
+    at_fork_combo, at_fork_node = [], []
     while len(live) and width:
+        if is_fork[start:start + width].any():
+            here = is_fork[start + node]
+            at_fork_combo.append(live[here])
+            at_fork_node.append(start + node[here])
         d = dim[start:start + width]
         is_cut = d >= 0
         n_cut = int(is_cut.sum())
@@ -439,84 +446,147 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     ok = np.ones(len(pc), dtype=bool)
     for c, m in member.items():
         ok &= m.contains(value_of[c][pc], np.asarray(m.box["class_box"], dtype=np.int64)[cls])
-    return pc[ok], cls[ok]
+    pc, cls = pc[ok], cls[ok]
+    if at_fork_combo:
+        lc, lcls = _loose_pairs(np.concatenate(at_fork_combo), np.concatenate(at_fork_node), fork,
+                                tree, coords, member, value_of)
+        pc, cls = np.concatenate([pc, lc]), np.concatenate([cls, lcls])
+    return pc, cls
 
 
-def _pairs_by_ranges(classes: np.ndarray, tree: Mapping[str, Any], member: dict[str, _Membership],
-                     value_of: dict[str, np.ndarray], part_ids: np.ndarray, combo_part: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """(combination, class) pairs of ``classes`` (the loose ones), without testing every pair.
+def _loose_pairs(fc: np.ndarray, fn: np.ndarray, fork: np.ndarray, tree: Mapping[str, Any],
+                 coords: dict, member: dict[str, _Membership], value_of: dict[str, np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(combination, class) pairs of the loose classes among the combinations at their forks.
 
-    In the cut tree's coordinates every box lies in a range per QI (numeric: [lo, hi], up to
-    +inf when it holds missing values; categorical: the ranks of its member nodes, a value
-    being placed by the first rank of its lowest node the sample had). Per class, the
-    combinations of its part whose coordinate falls in the range of its narrowest QI are the
-    candidates (found by binary search in the part's combinations sorted by that QI); each
-    candidate is then checked against all the class's boxes.
+    Per class, the candidates are the combinations at its fork whose coordinate lies in the
+    class's range on its narrowest QI (binary search in the fork's combinations sorted by that
+    QI); each is then checked against all the class's boxes. Classes are taken in chunks so no
+    more than BLOCK candidates are held at once.
     """
-    if not len(classes):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     columns = list(tree["columns"])
-    low, box_lo, box_hi = {}, {}, {}
-    usable = np.ones(len(combo_part), dtype=bool)
-    for c in columns:
+    loose = np.flatnonzero(fork >= 0)
+    forks, f_idx = np.unique(fn, return_inverse=True)
+    f_idx = f_idx.reshape(-1)
+    cls_f = np.searchsorted(forks, fork[loose])
+    has_rows = (cls_f < len(forks)) & (forks[np.minimum(cls_f, len(forks) - 1)] == fork[loose])
+    loose, cls_f = loose[has_rows], cls_f[has_rows]
+    if not len(loose):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    class_box = {c: np.asarray(m.box["class_box"], dtype=np.int64) for c, m in member.items()}
+    best_n = np.full(len(loose), np.iinfo(np.int64).max)
+    best_start = np.zeros(len(loose), dtype=np.int64)
+    best_dim = np.zeros(len(loose), dtype=np.int64)
+    sorted_rows = []
+    for j, c in enumerate(columns):
         m = member[c]
-        lo_v, _, ok = m.coordinate(tree.get("ranks", {}).get(c))
-        v = value_of[c]
-        low[c] = lo_v[v]
-        usable &= ok[v]
-        cb = np.asarray(m.box["class_box"], dtype=np.int64)[classes]
+        x = coords[c][0][value_of[c][fc]]
         if m.numeric:
             a = np.where(np.isnan(m.lo), np.inf, m.lo)
             b = np.where(m.missing, np.inf, np.where(np.isnan(m.hi), -np.inf, m.hi))
         else:
             a, b = _member_spans(m, tree["ranks"][c])
-        box_lo[c], box_hi[c] = a[cb], b[cb]
+        lo_b, hi_b = a[class_box[c][loose]], b[class_box[c][loose]]
+        # (fork, coordinate) as one sortable key: the coordinate's rank among every coordinate
+        # and bound, so a class's range is one binary search inside its fork's rows
+        _, rank = np.unique(np.concatenate([x, lo_b, hi_b]), return_inverse=True)
+        rank = rank.reshape(-1)
+        width = int(rank.max()) + 1
+        key = f_idx.astype(np.int64) * width + rank[:len(x)]
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        start = np.searchsorted(key, cls_f * width + rank[len(x):len(x) + len(loose)], side="left")
+        end = np.searchsorted(key, cls_f * width + rank[len(x) + len(loose):], side="right")
+        n = np.maximum(end - start, 0)
+        better = n < best_n
+        best_n = np.where(better, n, best_n)
+        best_start = np.where(better, start, best_start)
+        best_dim = np.where(better, j, best_dim)
+        sorted_rows.append(fc[order])
     out_combo, out_class = [], []
-    class_box = {c: np.asarray(m.box["class_box"], dtype=np.int64) for c, m in member.items()}
-    for p in np.unique(part_ids[classes]):
-        sel = np.flatnonzero(part_ids[classes] == p)
-        combos = np.flatnonzero((combo_part == p) & usable)
-        if not len(combos) or not len(sel):
-            continue
-        order, sorted_low = {}, {}
-        best_n = np.full(len(sel), np.iinfo(np.int64).max)
-        best_start = np.zeros(len(sel), dtype=np.int64)
-        best_dim = np.zeros(len(sel), dtype=np.int64)
-        for j, c in enumerate(columns):
-            order[c] = combos[np.argsort(low[c][combos], kind="stable")]
-            sorted_low[c] = low[c][order[c]]
-            start = np.searchsorted(sorted_low[c], box_lo[c][sel], side="left")
-            end = np.searchsorted(sorted_low[c], box_hi[c][sel], side="right")
-            n = np.maximum(end - start, 0)
-            better = n < best_n
-            best_n = np.where(better, n, best_n)
-            best_start = np.where(better, start, best_start)
-            best_dim = np.where(better, j, best_dim)
-        if not columns:  # no generalized QI: every combination of the part is a candidate
-            best_n = np.full(len(sel), len(combos))
-        # the candidates, class by class: a ragged gather in one pass
-        total = int(best_n.sum())
-        if not total:
-            continue
-        owner = np.repeat(np.arange(len(sel)), best_n)
-        offset = np.arange(total) - np.repeat(np.cumsum(best_n) - best_n, best_n)
+    bounds = np.concatenate([[0], np.cumsum(best_n)])
+    first = 0
+    while first < len(loose):
+        # the next chunk of classes holding at most BLOCK candidates (at least one class)
+        last = max(int(np.searchsorted(bounds, bounds[first] + BLOCK, side="right")) - 1, first + 1)
+        n = best_n[first:last]
+        owner = np.repeat(np.arange(first, last), n)
+        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
         pos = best_start[owner] + offset
-        cand = np.empty(total, dtype=np.int64)
-        for j, c in enumerate(columns):
+        cand = np.empty(len(owner), dtype=np.int64)
+        for j in range(len(columns)):
             here = best_dim[owner] == j
-            cand[here] = order[c][pos[here]]
-        if not columns:
-            cand = combos[offset]
-        k = classes[sel][owner]
-        ok = np.ones(total, dtype=bool)
+            cand[here] = sorted_rows[j][pos[here]]
+        k = loose[owner]
+        ok = np.ones(len(cand), dtype=bool)
         for c, m in member.items():
             ok &= m.contains(value_of[c][cand], class_box[c][k])
         out_combo.append(cand[ok])
         out_class.append(k[ok])
-    if not out_combo:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        first = last
     return np.concatenate(out_combo), np.concatenate(out_class)
+
+
+def _forks(tree: Mapping[str, Any], dim: np.ndarray, cut: np.ndarray, roots: int, n_classes: int,
+           member: dict[str, _Membership]) -> np.ndarray:
+    """Per class: its fork (node index), or -1 when none of its boxes is loose.
+
+    The fork of a loose class is its highest ancestor cut on a QI where the class's box is loose,
+    at a rank inside that box's node (so the node's values went both ways there); its root when
+    there is none. Above the fork every cut sends all the box's values the class's way.
+    """
+    columns = list(tree["columns"])
+    fork = np.full(n_classes, -1, dtype=np.int64)
+    # per class and QI: the rank span of a loose box (empty span when not loose)
+    span_lo = np.full((len(columns), n_classes), np.inf)
+    span_hi = np.full((len(columns), n_classes), -np.inf)
+    any_loose = np.zeros(n_classes, dtype=bool)
+    for j, c in enumerate(columns):
+        m = member[c]
+        loose_boxes = np.asarray(m.box.get("loose", []), dtype=np.int64)
+        if m.numeric or not len(loose_boxes):
+            continue
+        a, b = _member_spans(m, tree["ranks"][c])
+        class_box = np.asarray(m.box["class_box"], dtype=np.int64)
+        is_loose = np.isin(class_box, loose_boxes)
+        span_lo[j, is_loose] = a[class_box[is_loose]]
+        span_hi[j, is_loose] = b[class_box[is_loose]]
+        any_loose |= is_loose
+    if not any_loose.any():
+        return fork
+    # parent of every node and the node of every class, from the tree's shape
+    parent = np.full(len(dim), -1, dtype=np.int64)
+    class_node = np.empty(n_classes, dtype=np.int64)
+    cut_of = np.full(len(dim), np.nan)
+    cut_of[dim >= 0] = cut
+    start, width, n_cls = 0, roots, 0
+    while width:
+        nodes = np.arange(start, start + width)
+        final = dim[nodes] < 0
+        class_node[n_cls:n_cls + int(final.sum())] = nodes[final]
+        n_cls += int(final.sum())
+        cut_nodes = nodes[~final]
+        parent[start + width:start + width + 2 * len(cut_nodes)] = np.repeat(cut_nodes, 2)
+        start, width = start + width, 2 * len(cut_nodes)
+    loose = np.flatnonzero(any_loose)
+    cur = class_node[loose]
+    best = np.full(len(loose), -1, dtype=np.int64)
+    while True:
+        up = parent[cur]
+        alive = up >= 0
+        if not alive.any():
+            break
+        u = np.where(alive, up, 0)
+        d, t = dim[u], cut_of[u]
+        inside = np.zeros(len(loose), dtype=bool)
+        for j in range(len(columns)):
+            sel = alive & (d == j)
+            inside[sel] = (span_lo[j, loose[sel]] <= t[sel]) & (t[sel] < span_hi[j, loose[sel]])
+        best = np.where(inside, u, best)  # going up: the last one found is the highest
+        cur = np.where(alive, up, cur)
+    best = np.where(best < 0, cur, best)  # never split: the root
+    fork[loose] = best
+    return fork
 
 
 def _member_spans(m: _Membership, ranks: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
