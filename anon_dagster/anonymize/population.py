@@ -361,9 +361,10 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     boxes hold its values (values between the sample's, in no box, are dropped here).
 
     A loose class (a categorical box labelled by a node N wider than the class) can also hold
-    rows of other branches, but only of branches that leave its path at a cut inside N: the
-    combinations passing through its highest such ancestor (its *fork*) are its candidates,
-    each checked against its boxes.
+    rows of other branches, but only of branches that leave its path at a cut inside N: at such
+    a cut (an ancestor of the class, on N's QI, at a rank inside N) a combination whose value
+    lies in N goes down both sides, so it reaches the loose class too, where its boxes are
+    checked. A combination counted twice for one class is counted once later.
     """
     from .mondrian import unpack_array
 
@@ -388,9 +389,7 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
         n_cls += int(final.sum())
         start += len(node_root)
         node_root = np.repeat(node_root[~final], 2)
-    fork = _forks(tree, dim, cut, roots, n_classes, member)
-    is_fork = np.zeros(len(dim), dtype=bool)
-    is_fork[fork[fork >= 0]] = True
+    both_lo, both_hi = _both_ways(tree, dim, cut, roots, n_classes, member)
     root_part = np.full(roots, -1, dtype=np.int64)
     root_part[class_root] = part_ids
     part_root = np.full(int(part_ids.max()) + 1 if len(part_ids) else 0, -1, dtype=np.int64)
@@ -406,12 +405,7 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     live, node = live[keep], node[keep]
     width, start, cut_start, first_class = roots, 0, 0, 0
     out_combo, out_class = [], []
-    at_fork_combo, at_fork_node = [], []
     while len(live) and width:
-        if is_fork[start:start + width].any():
-            here = is_fork[start + node]
-            at_fork_combo.append(live[here])
-            at_fork_node.append(start + node[here])
         d = dim[start:start + width]
         is_cut = d >= 0
         n_cut = int(is_cut.sum())
@@ -433,9 +427,14 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
             low, high = coords[c][0][v], coords[c][1][v]
             t = node_cut[node[sel]]
             go[sel] = np.where(high <= t, 0, np.where(low > t, 1, 2))
-        move = ~done & (go < 2)
-        live = live[move]
-        node = child[node[move]] + go[move]
+            # inside a loose node cut here: both sides (the copy goes right)
+            g = start + node[sel]
+            both = (both_lo[g] <= low) & (high <= both_hi[g])
+            go[sel[both]] = 3
+        move = ~done & (go != 2)
+        twin = go == 3
+        live, node = (np.concatenate([live[move], live[twin]]),
+                      np.concatenate([child[node[move]] + (go[move] == 1), child[node[twin]] + 1]))
         start += width
         cut_start += n_cut
         first_class += width - n_cut
@@ -447,100 +446,21 @@ def _tree_pairs(tree: Mapping[str, Any], n_classes: int, member: dict[str, _Memb
     for c, m in member.items():
         ok &= m.contains(value_of[c][pc], np.asarray(m.box["class_box"], dtype=np.int64)[cls])
     pc, cls = pc[ok], cls[ok]
-    if at_fork_combo:
-        lc, lcls = _loose_pairs(np.concatenate(at_fork_combo), np.concatenate(at_fork_node), fork,
-                                tree, coords, member, value_of)
-        pc, cls = np.concatenate([pc, lc]), np.concatenate([cls, lcls])
     return pc, cls
 
 
-def _loose_pairs(fc: np.ndarray, fn: np.ndarray, fork: np.ndarray, tree: Mapping[str, Any],
-                 coords: dict, member: dict[str, _Membership], value_of: dict[str, np.ndarray]
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(combination, class) pairs of the loose classes among the combinations at their forks.
+def _both_ways(tree: Mapping[str, Any], dim: np.ndarray, cut: np.ndarray, roots: int,
+               n_classes: int, member: dict[str, _Membership]) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: the rank range whose values go down both sides of its cut (empty: +inf, -inf).
 
-    Per class, the candidates are the combinations at its fork whose coordinate lies in the
-    class's range on its narrowest QI (binary search in the fork's combinations sorted by that
-    QI); each is then checked against all the class's boxes. Classes are taken in chunks so no
-    more than BLOCK candidates are held at once.
+    A node's cut on a categorical QI lies inside the loose node N of some loose class below it
+    (N's rank span contains the cut): values of N must reach that class whichever side they
+    belong to. Loose nodes holding the same cut are nested, so one range (the widest) serves.
     """
     columns = list(tree["columns"])
-    loose = np.flatnonzero(fork >= 0)
-    forks, f_idx = np.unique(fn, return_inverse=True)
-    f_idx = f_idx.reshape(-1)
-    cls_f = np.searchsorted(forks, fork[loose])
-    has_rows = (cls_f < len(forks)) & (forks[np.minimum(cls_f, len(forks) - 1)] == fork[loose])
-    loose, cls_f = loose[has_rows], cls_f[has_rows]
-    if not len(loose):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    class_box = {c: np.asarray(m.box["class_box"], dtype=np.int64) for c, m in member.items()}
-    best_n = np.full(len(loose), np.iinfo(np.int64).max)
-    best_start = np.zeros(len(loose), dtype=np.int64)
-    best_dim = np.zeros(len(loose), dtype=np.int64)
-    sorted_rows = []
-    for j, c in enumerate(columns):
-        m = member[c]
-        x = coords[c][0][value_of[c][fc]]
-        if m.numeric:
-            a = np.where(np.isnan(m.lo), np.inf, m.lo)
-            b = np.where(m.missing, np.inf, np.where(np.isnan(m.hi), -np.inf, m.hi))
-        else:
-            a, b = _member_spans(m, tree["ranks"][c])
-        lo_b, hi_b = a[class_box[c][loose]], b[class_box[c][loose]]
-        # (fork, coordinate) as one sortable key: the coordinate's rank among every coordinate
-        # and bound, so a class's range is one binary search inside its fork's rows
-        _, rank = np.unique(np.concatenate([x, lo_b, hi_b]), return_inverse=True)
-        rank = rank.reshape(-1)
-        width = int(rank.max()) + 1
-        key = f_idx.astype(np.int64) * width + rank[:len(x)]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        start = np.searchsorted(key, cls_f * width + rank[len(x):len(x) + len(loose)], side="left")
-        end = np.searchsorted(key, cls_f * width + rank[len(x) + len(loose):], side="right")
-        n = np.maximum(end - start, 0)
-        better = n < best_n
-        best_n = np.where(better, n, best_n)
-        best_start = np.where(better, start, best_start)
-        best_dim = np.where(better, j, best_dim)
-        sorted_rows.append(fc[order])
-    out_combo, out_class = [], []
-    bounds = np.concatenate([[0], np.cumsum(best_n)])
-    first = 0
-    while first < len(loose):
-        # the next chunk of classes holding at most BLOCK candidates (at least one class)
-        last = max(int(np.searchsorted(bounds, bounds[first] + BLOCK, side="right")) - 1, first + 1)
-        n = best_n[first:last]
-        owner = np.repeat(np.arange(first, last), n)
-        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-        pos = best_start[owner] + offset
-        cand = np.empty(len(owner), dtype=np.int64)
-        for j in range(len(columns)):
-            here = best_dim[owner] == j
-            cand[here] = sorted_rows[j][pos[here]]
-        k = loose[owner]
-        ok = np.ones(len(cand), dtype=bool)
-        for c, m in member.items():
-            ok &= m.contains(value_of[c][cand], class_box[c][k])
-        out_combo.append(cand[ok])
-        out_class.append(k[ok])
-        first = last
-    return np.concatenate(out_combo), np.concatenate(out_class)
-
-
-def _forks(tree: Mapping[str, Any], dim: np.ndarray, cut: np.ndarray, roots: int, n_classes: int,
-           member: dict[str, _Membership]) -> np.ndarray:
-    """Per class: its fork (node index), or -1 when none of its boxes is loose.
-
-    The fork of a loose class is its highest ancestor cut on a QI where the class's box is loose,
-    at a rank inside that box's node (so the node's values went both ways there); its root when
-    there is none. Above the fork every cut sends all the box's values the class's way.
-    """
-    columns = list(tree["columns"])
-    fork = np.full(n_classes, -1, dtype=np.int64)
-    # per class and QI: the rank span of a loose box (empty span when not loose)
-    span_lo = np.full((len(columns), n_classes), np.inf)
-    span_hi = np.full((len(columns), n_classes), -np.inf)
-    any_loose = np.zeros(n_classes, dtype=bool)
+    both_lo = np.full(len(dim), np.inf)
+    both_hi = np.full(len(dim), -np.inf)
+    spans = []
     for j, c in enumerate(columns):
         m = member[c]
         loose_boxes = np.asarray(m.box.get("loose", []), dtype=np.int64)
@@ -548,12 +468,10 @@ def _forks(tree: Mapping[str, Any], dim: np.ndarray, cut: np.ndarray, roots: int
             continue
         a, b = _member_spans(m, tree["ranks"][c])
         class_box = np.asarray(m.box["class_box"], dtype=np.int64)
-        is_loose = np.isin(class_box, loose_boxes)
-        span_lo[j, is_loose] = a[class_box[is_loose]]
-        span_hi[j, is_loose] = b[class_box[is_loose]]
-        any_loose |= is_loose
-    if not any_loose.any():
-        return fork
+        loose = np.flatnonzero(np.isin(class_box, loose_boxes))
+        spans.append((j, loose, a[class_box[loose]], b[class_box[loose]]))
+    if not spans:
+        return both_lo, both_hi
     # parent of every node and the node of every class, from the tree's shape
     parent = np.full(len(dim), -1, dtype=np.int64)
     class_node = np.empty(n_classes, dtype=np.int64)
@@ -568,25 +486,19 @@ def _forks(tree: Mapping[str, Any], dim: np.ndarray, cut: np.ndarray, roots: int
         cut_nodes = nodes[~final]
         parent[start + width:start + width + 2 * len(cut_nodes)] = np.repeat(cut_nodes, 2)
         start, width = start + width, 2 * len(cut_nodes)
-    loose = np.flatnonzero(any_loose)
-    cur = class_node[loose]
-    best = np.full(len(loose), -1, dtype=np.int64)
-    while True:
-        up = parent[cur]
-        alive = up >= 0
-        if not alive.any():
-            break
-        u = np.where(alive, up, 0)
-        d, t = dim[u], cut_of[u]
-        inside = np.zeros(len(loose), dtype=bool)
-        for j in range(len(columns)):
-            sel = alive & (d == j)
-            inside[sel] = (span_lo[j, loose[sel]] <= t[sel]) & (t[sel] < span_hi[j, loose[sel]])
-        best = np.where(inside, u, best)  # going up: the last one found is the highest
-        cur = np.where(alive, up, cur)
-    best = np.where(best < 0, cur, best)  # never split: the root
-    fork[loose] = best
-    return fork
+    for j, loose, a, b in spans:
+        cur = class_node[loose]
+        while True:
+            up = parent[cur]
+            alive = up >= 0
+            if not alive.any():
+                break
+            u = up[alive]
+            inside = (dim[u] == j) & (a[alive] <= cut_of[u]) & (cut_of[u] < b[alive])
+            np.minimum.at(both_lo, u[inside], a[alive][inside])
+            np.maximum.at(both_hi, u[inside], b[alive][inside])
+            cur = np.where(alive, up, cur)
+    return both_lo, both_hi
 
 
 def _member_spans(m: _Membership, ranks: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
