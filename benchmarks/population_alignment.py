@@ -84,7 +84,7 @@ def bench_adult(adult: Path) -> None:
         base.append(time.perf_counter() - t)
     mo, mb = statistics.median(ours), statistics.median(base)
     print(f"rows sample {len(sample)}, population {len(pop)}, classes {record['mondrian']['boxes']['classes']}")
-    print(f"boxes in the record: {size / 1e6:.2f} MB ({size / max(len(sample), 1):.1f} bytes per sample row)")
+    print(f"boxes and cut tree in the record: {size / 1e6:.2f} MB ({size / max(len(sample), 1):.1f} bytes per sample row)")
     print(f"placement (vectorized) median {mo:.3f} s; per-class baseline {mb:.3f} s; ratio {mb / mo:.1f}x")
     print(f"population rows placed: {len(g)} of {len(pop)}")
 

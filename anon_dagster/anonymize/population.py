@@ -18,7 +18,10 @@ record:
   hierarchy nodes or sets of children). A population row belongs to every published class whose
   box holds its values and whose partition-key values equal its own (exact match, as labels);
   rows in no box are dropped. Two classes with the same labels are one published class: a row
-  is counted once for it.
+  is counted once for it. When the record holds Mondrian's cut tree (``boxes.tree``) the rows
+  are placed by replaying it (one vectorized pass per depth, then the leaf's boxes checked;
+  see docs/population-placement.md); older records, and populations matched on fewer QIs than
+  were cut, are tested against every class box of their part.
 - ``microaggregation``: the published values are group means, which no population row has:
   ``F`` is not defined and the result is ``None`` (journalist risk then comes from the sampling
   fraction alone).
