@@ -444,6 +444,23 @@ def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels:
     return out
 
 
+def _span(d: _Dim, lo: int, hi: int) -> tuple[int, int, np.ndarray, bool]:
+    """The smallest hierarchy node holding the ranks [lo, hi] (lo < hi) of a categorical ``d``.
+
+    Returns (level of its children, the node, the children the range spans, whether the range
+    covers the whole node).
+    """
+    lvl = 0
+    for level in range(len(d.anc) - 1):
+        if d.anc[level][lo] != d.anc[level][hi]:
+            lvl = level
+    parent = d.anc[lvl + 1][lo]
+    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
+    children = np.unique(d.anc[lvl][lo:hi + 1])
+    whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
+    return lvl, parent, children, bool(whole)
+
+
 def _loose(d: _Dim, lo: int, hi: int) -> bool:
     """Whether the ranks [lo, hi] are labelled by a whole node they do not cover.
 
@@ -452,14 +469,8 @@ def _loose(d: _Dim, lo: int, hi: int) -> bool:
     """
     if lo == hi:
         return False
-    lvl = 0
-    for level in range(len(d.anc) - 1):
-        if d.anc[level][lo] != d.anc[level][hi]:
-            lvl = level
-    parent = d.anc[lvl + 1][lo]
-    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
-    whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
-    return not whole and len(np.unique(d.anc[lvl][lo:hi + 1])) > MAX_SET_LABEL
+    _, _, children, whole = _span(d, lo, hi)
+    return not whole and len(children) > MAX_SET_LABEL
 
 
 def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
@@ -471,14 +482,7 @@ def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
     """
     if lo == hi:
         return 0, [str(d.labels[0][d.anc[0][lo]])]
-    lvl = 0
-    for level in range(len(d.anc) - 1):
-        if d.anc[level][lo] != d.anc[level][hi]:
-            lvl = level
-    parent = d.anc[lvl + 1][lo]
-    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
-    children = np.unique(d.anc[lvl][lo:hi + 1])
-    whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
+    lvl, parent, children, whole = _span(d, lo, hi)
     if whole or len(children) > MAX_SET_LABEL:
         return lvl + 1, [str(d.labels[lvl + 1][parent])]
     return lvl, sorted(str(d.labels[lvl][c]) for c in children)
