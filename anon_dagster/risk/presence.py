@@ -47,6 +47,20 @@ from anon_dagster.risk.reidentification import describe_class, join_population, 
 # Matching a table's classes to a population
 
 
+def _checked_inputs(table: pd.DataFrame, what: str, population: pd.DataFrame,
+                    quasi_identifiers: Sequence[str], count_column: str | None,
+                    purpose: str) -> tuple[list[str], np.ndarray | None]:
+    """The QI list and the population's weights, after checking both tables hold the QIs."""
+    qis = list(quasi_identifiers)
+    if not qis:
+        raise DataError(f"{purpose}: at least one quasi-identifier is needed")
+    _check_columns(table, qis, what)
+    _check_columns(population, qis, "the population")
+    if len(table) == 0:
+        raise DataError(f"{what} is empty (0 rows)")
+    return qis, population_weights(population, count_column, integers=True)
+
+
 def _check_columns(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -102,14 +116,8 @@ def match_population(
     class. With ``strict=False`` the documented choice is ``F_j = max(F_j, f_j)``: the sample's
     own records are counted as part of the population.
     """
-    qis = list(quasi_identifiers)
-    if not qis:
-        raise DataError("k-map and population matching need at least one quasi-identifier")
-    _check_columns(sample, qis, "the sample")
-    _check_columns(population, qis, "the population")
-    if len(sample) == 0:
-        raise DataError("the sample is empty (0 rows)")
-    weights = population_weights(population, count_column, integers=True)
+    qis, weights = _checked_inputs(sample, "the sample", population, quasi_identifiers, count_column,
+                                   "k-map and population matching")
     if len(population) == 0 or (weights is not None and weights.sum() == 0):
         raise DataError("the population is empty (0 people)")
 
@@ -335,14 +343,8 @@ def delta_presence(
     subset class that the population lacks (or holds fewer times) raises :class:`DataError`
     naming it.
     """
-    qis = list(quasi_identifiers)
-    if not qis:
-        raise DataError("δ-presence needs at least one quasi-identifier")
-    _check_columns(population, qis, "the population")
-    _check_columns(subset, qis, "the subset")
-    if len(subset) == 0:
-        raise DataError("the subset is empty (0 rows)")
-    weights = population_weights(population, count_column, integers=True)
+    qis, weights = _checked_inputs(subset, "the subset", population, quasi_identifiers, count_column,
+                                   "δ-presence")
     cache = FactorizeCache(qis)  # the subset's QI columns are coded for its classes and the join
     classes = EquivalenceClasses.from_frame(subset, qis, cache=cache)
     class_ids, population_ids, n_ids = join_population(classes, population, cache=cache)
