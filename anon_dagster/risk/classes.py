@@ -19,7 +19,9 @@ index labels, so any index (shuffled, duplicated, non-integer) gives the same cl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -32,6 +34,55 @@ _INT64_MAX = np.iinfo(np.int64).max
 # Above this many possible keys per row the key space is counted by sorting instead of bincount,
 # so memory stays proportional to the table, not to the product of cardinalities.
 _DENSE_KEYS_PER_ROW = 2
+
+
+# How many EquivalenceClasses this process has built (see class_builds); a lock because
+# Dagster may run several measurements in threads of one process.
+_builds = 0
+_builds_lock = threading.Lock()
+
+
+def class_builds() -> int:
+    """The number of :class:`EquivalenceClasses` built in this process so far."""
+    return _builds
+
+
+def _count_build() -> None:
+    global _builds
+    with _builds_lock:
+        _builds += 1
+
+
+class ClassBuildCount:
+    """The class builds of one :func:`counting_class_builds` block.
+
+    ``count`` is the number of :class:`EquivalenceClasses` built since the block began; once the
+    block has ended it stays at the number built inside it.
+    """
+
+    def __init__(self) -> None:
+        self._start = class_builds()
+        self._end: int | None = None
+
+    @property
+    def count(self) -> int:
+        return (self._end if self._end is not None else class_builds()) - self._start
+
+    def __repr__(self) -> str:
+        return f"ClassBuildCount(count={self.count})"
+
+
+@contextmanager
+def counting_class_builds() -> Iterator[ClassBuildCount]:
+    """Count the :class:`EquivalenceClasses` built inside a ``with`` block.
+
+    The counter is process-wide: builds by other threads during the block are counted too.
+    """
+    counter = ClassBuildCount()
+    try:
+        yield counter
+    finally:
+        counter._end = class_builds()
 
 
 class FactorizeCache:
@@ -287,6 +338,7 @@ class EquivalenceClasses:
         self._frame = frame
         self._codes = codes
         self._first: np.ndarray | None = None
+        _count_build()
 
     # ----- construction ---------------------------------------------------------------------
     @classmethod
