@@ -270,7 +270,7 @@ def test_f_is_at_least_the_class_size_for_a_sample_of_the_population(tmp_path, s
 
 
 def dagster_release(tmp: Path, journalist_max: float, method: str = "mondrian") -> Path:
-    from test_dagster import write_release
+    from tests.dagster.test_dagster import write_release
 
     spec_path = write_release(tmp, name="popjr", method=method, k=2, thresholds={"k": 2, "journalist_max": journalist_max},
                               composition=False, rows_2023=40, rows_2024=40)
@@ -288,7 +288,7 @@ def dagster_release(tmp: Path, journalist_max: float, method: str = "mondrian") 
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    from test_dagster import MASTER_KEY
+    from tests.dagster.test_dagster import MASTER_KEY
 
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
     for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_CONFIG", "DAGSTER_HOME"):
@@ -305,7 +305,7 @@ def _brute_journalist_max(env: Path, partition: str) -> float:
 
 
 def test_dagster_journalist_threshold_passes_with_the_population_and_gate_reverifies(env):
-    from test_dagster import check_evaluations, load, materialized, run
+    from tests.dagster.test_dagster import check_evaluations, load, materialized, run
 
     spec = dagster_release(env, journalist_max=0.4)
     defs = load(env, spec)
@@ -338,7 +338,7 @@ def test_dagster_journalist_threshold_passes_with_the_population_and_gate_reveri
 
 
 def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
-    from test_dagster import check_evaluations, load, materialized, run
+    from tests.dagster.test_dagster import check_evaluations, load, materialized, run
 
     spec = dagster_release(env, journalist_max=0.01)
     defs = load(env, spec)

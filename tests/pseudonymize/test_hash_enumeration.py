@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hash_enumeration.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hash_enumeration.py"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from anon_dagster.anonymize import anonymize, mdav
 from anon_dagster.anonymize.microaggregation import aggregate
 from anon_dagster.spec import spec_from_dict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_mdav_hand_computed():

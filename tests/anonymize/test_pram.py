@@ -12,7 +12,7 @@ from anon_dagster.anonymize import anonymize, apply_pram, parse_pram
 from anon_dagster.errors import DataError, SpecError
 from anon_dagster.spec import spec_from_dict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_matrix_problems_are_all_reported():

@@ -25,12 +25,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_dagster import MASTER_KEY, write_release  # noqa: E402
+from tests.dagster.test_dagster import MASTER_KEY, write_release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OUTPUT = REPO / "test-output"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -11,7 +11,7 @@ import pytest
 from anon_dagster.anonymize import Policy, anonymize, local_suppression
 from anon_dagster.spec import spec_from_dict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 DF = pd.DataFrame({"c1": ["a", "a", "b", "b", "a", "b"], "c2": ["1", "1", "2", "2", "3", "3"]})
 

@@ -16,7 +16,7 @@ from anon_dagster.errors import DataError, HierarchyError, SpecError
 from anon_dagster.hierarchies import IntervalHierarchy, MaskHierarchy, TableHierarchy
 from anon_dagster.spec import spec_from_dict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEMO_SPEC = REPO / "assets_config" / "hospital_discharges.yaml"
 
 

@@ -24,7 +24,7 @@ from dagster import AssetKey, DagsterInstance
 from anon_dagster import measure_risk
 from anon_dagster.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STEPS = ("raw", "pseudonymized", "anonymized", "published")
 
 SURVEY = """\

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from anon_dagster.anonymize import NoSolution, anonymize
 from anon_dagster.spec import spec_from_dict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @st.composite

@@ -29,7 +29,7 @@ from dagster import DagsterInstance
 
 from anon_dagster.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MASTER = base64.b64encode(bytes(range(50, 82))).decode()
 
 VISITS = """\

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-LADDER_PATH = Path(__file__).resolve().parents[1] / "examples" / "risk_ladder.py"
+LADDER_PATH = Path(__file__).resolve().parents[2] / "examples" / "risk_ladder.py"
 
 
 def _load():

@@ -31,7 +31,7 @@ from anon_dagster.release.report import (
 )
 from anon_dagster.spec import load_spec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEMO_SPEC = REPO / "assets_config" / "hospital_discharges.yaml"
 KEY = b"ledger-linkage-test-key-32-bytes"
 WHEN = "2025-02-01T10:00:00Z"

@@ -1,0 +1,1 @@
+"""Tests of the anon-dagster command line (anon_dagster.commands)."""

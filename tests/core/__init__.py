@@ -1,0 +1,1 @@
+"""Tests of the top-level modules: spec, hierarchies, io, partitions."""
