@@ -26,6 +26,7 @@ from .keystore import (
     init_keystore,
     open_keystore,
 )
+from .keystore.vault import VaultTransitBackend
 from .methods import normalize_identifiers, pseudonym_pattern
 from .reversal import Reversal, ReversalRefused, reidentify
 from .rotation import hmac_bridge, rekey_aes_siv, rekey_token_vault
@@ -36,7 +37,6 @@ from .table import (
     pseudonymize,
     pseudonymize_values,
 )
-from .vault import VaultTransitBackend
 
 __all__ = [
     "PERSONAL_DATA_NOTICE", "AuditLog", "AuditTampered", "ColumnSummary", "EnvKeyBackend",

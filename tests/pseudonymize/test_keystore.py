@@ -196,7 +196,7 @@ def test_dev_keystore_is_created_in_the_project_with_a_warning(tmp_path, monkeyp
     with pytest.raises(SecretError, match="ANON_DAGSTER_DEV_KEYSTORE=1"):
         open_keystore()
     monkeypatch.setenv("ANON_DAGSTER_DEV_KEYSTORE", "1")
-    monkeypatch.setattr("anon_dagster.pseudonymize.keystore.DEFAULT_SCRYPT_N", FAST_N)
+    monkeypatch.setattr("anon_dagster.pseudonymize.keystore.file.DEFAULT_SCRYPT_N", FAST_N)
     with caplog.at_level(logging.WARNING, logger="anon_dagster.pseudonymize.keystore"):
         ks = open_keystore()
     assert "DEVELOPMENT KEY STORE" in caplog.text
