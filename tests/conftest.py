@@ -1,4 +1,4 @@
-"""Shared test fixtures."""
+"""Fixtures shared by every test: a clean environment, the repository, the Adult benchmark, keys."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.support.keys import ENVIRONMENT_VARIABLES, MASTER_KEY
+
 # The test gate is deterministic: the same examples on every run and no per-example deadline
 # (a loaded CI machine is not a failing test). HYPOTHESIS_PROFILE=explore draws new examples.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
@@ -15,21 +17,42 @@ settings.register_profile("explore", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
-ADULT_DIR = REPO.parent / "shared" / "data" / "adult"
+ADULT_DIR = REPO / "datasets" / "adult"
+ADULT_ENV = "ANON_DAGSTER_ADULT_DIR"
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts without the key, state and Dagster variables of the shell running pytest.
+
+    A developer's own key store or Dagster home must neither satisfy nor break a test; tests that
+    need a variable set it with ``monkeypatch``.
+    """
+    for var in ENVIRONMENT_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def master_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Keys from the environment: ``ANON_DAGSTER_MASTER_KEY`` set to the tests' fixed key (returned)."""
+    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
+    return MASTER_KEY
 
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
+    """The repository's root folder."""
     return REPO
 
 
 @pytest.fixture(scope="session")
 def adult_dir() -> Path:
-    """The Adult benchmark (ARX's copy with its hierarchies); tests skip when it is absent."""
-    candidates = [REPO / "data" / "adult", ADULT_DIR]
-    if os.environ.get("ANON_DAGSTER_ADULT_DIR"):
-        candidates.insert(0, Path(os.environ["ANON_DAGSTER_ADULT_DIR"]))
-    for candidate in candidates:
-        if (candidate / "adult.csv").exists():
-            return candidate
-    pytest.skip("Adult benchmark data not found (expected ../shared/data/adult)")
+    """The Adult benchmark folder: ``datasets/adult`` (ARX's form and hierarchies), or ``$ANON_DAGSTER_ADULT_DIR``.
+
+    The data is part of the repository, so a missing file is an error, never a skipped test.
+    """
+    folder = Path(os.environ[ADULT_ENV]) if os.environ.get(ADULT_ENV) else ADULT_DIR
+    if not (folder / "adult.csv").is_file():
+        pytest.fail(f"Adult benchmark not found: {folder / 'adult.csv'} is missing "
+                    f"(it ships in datasets/adult; {ADULT_ENV} overrides the folder)")
+    return folder

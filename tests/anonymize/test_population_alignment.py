@@ -1,21 +1,19 @@
 """The population put into the published classes from the transformation record alone.
 
 F of a published class must be the number of population rows whose raw values are consistent
-with the class's labels: checked against brute-force counts over hand-made and random tables,
-and through Dagster's gate, which re-reads the stored record.
+with the class's labels: checked against brute-force counts over hand-made and random tables.
+The same population through Dagster's gate: tests/dagster/test_population_gate.py.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from dagster import AssetKey, DagsterInstance
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,8 +22,7 @@ from anon_dagster.anonymize.population import generalize_population
 from anon_dagster.errors import DataError, SpecError, UserError
 from anon_dagster.release import gate as policy
 from anon_dagster.spec import load_spec
-
-HERE = Path(__file__).parent
+from tests.support.population import brute_force_f
 
 
 def make_spec(tmp: Path, method: str = "global", k: int = 2, population: dict | None = None,
@@ -63,38 +60,6 @@ def f_per_class(published: pd.DataFrame, generalized: pd.DataFrame, qis: list[st
     sizes = g.groupby(qis)[count].sum() if count else g.groupby(qis).size()
     keys = published[qis].astype(str).drop_duplicates().itertuples(index=False, name=None)
     return {k: int(sizes.get(k, 0)) for k in keys}
-
-
-# ----- brute force: is a raw value inside a published label? ------------------------------------
-
-
-def age_inside(label: str, age: float) -> bool:
-    if label == "*":
-        return True
-    m = re.fullmatch(r"(-?\d+)-(-?\d+)", label)
-    if m:
-        return int(m.group(1)) <= age <= int(m.group(2))
-    m = re.fullmatch(r"\[(\S+), (\S+)\)", label)  # interval hierarchy labels [lo, hi)
-    if m:
-        return float(m.group(1)) <= age < float(m.group(2))
-    return float(label) == age
-
-
-def sex_inside(label: str, sex: str) -> bool:
-    if label == "*":
-        return True
-    if label.startswith("{"):
-        return sex in {x.strip() for x in label[1:-1].split(",")}
-    return label == sex
-
-
-def brute_force_f(published: pd.DataFrame, population: pd.DataFrame) -> dict[tuple, int]:
-    out = {}
-    for age_l, sex_l, region in published[["age", "sex", "region"]].astype(str).drop_duplicates().itertuples(index=False):
-        n = sum(1 for a, s, r in population[["age", "sex", "region"]].itertuples(index=False)
-                if str(r) == region and age_inside(age_l, a) and sex_inside(sex_l, s))
-        out[(age_l, sex_l, region)] = n
-    return out
 
 
 # ----- hand-computed cases ------------------------------------------------------------------------
@@ -264,99 +229,6 @@ def test_f_is_at_least_the_class_size_for_a_sample_of_the_population(tmp_path, s
     for key, n in sizes.items():
         assert f[tuple(key)] >= n
     assert sum(f.values()) >= len(result.data)
-
-
-# ----- in Dagster: checks and the gate --------------------------------------------------------------
-
-
-def dagster_release(tmp: Path, journalist_max: float, method: str = "mondrian") -> Path:
-    from tests.dagster.test_dagster import write_release
-
-    spec_path = write_release(tmp, name="popjr", method=method, k=2, thresholds={"k": 2, "journalist_max": journalist_max},
-                              composition=False, rows_2023=40, rows_2024=40)
-    data = pd.read_csv(tmp / "data" / "popjr.csv")
-    # the population: the sample's people and 4 times as many others like them
-    rng = np.random.default_rng(1)
-    others = pd.DataFrame({"age": rng.choice([30, 31, 42, 43], 320), "sex": rng.choice(["F", "M"], 320),
-                           "region": rng.choice(["North", "South"], 320)})
-    pd.concat([data[["age", "sex", "region"]], others]).to_csv(tmp / "data" / "people.csv", index=False)
-    spec = yaml.safe_load(spec_path.read_text())
-    spec["policy"]["population"] = {"path": "../data/people.csv"}
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return spec_path
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    from tests.dagster.test_dagster import MASTER_KEY
-
-    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_CONFIG", "DAGSTER_HOME"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "state" / "ledger.sqlite"))
-    return tmp_path
-
-
-def _brute_journalist_max(env: Path, partition: str) -> float:
-    published = pd.read_parquet(env / "published" / "popjr" / f"{partition}.parquet")
-    people = pd.read_csv(env / "data" / "people.csv")
-    f = brute_force_f(published, people)
-    return 1 / min(f.values())
-
-
-def test_dagster_journalist_threshold_passes_with_the_population_and_gate_reverifies(env):
-    from tests.dagster.test_dagster import check_evaluations, load, materialized, run
-
-    spec = dagster_release(env, journalist_max=0.4)
-    defs = load(env, spec)
-    instance = DagsterInstance.ephemeral()
-    result = run(defs, "popjr", "2023", instance)
-    assert result.success
-    evals = check_evaluations(result)
-    assert evals["journalist_risk_max"].passed is True
-    measured = evals["journalist_risk_max"].metadata["measured"].value
-    assert "popjr/published" in materialized(result)
-    # the check's figure is the brute-force 1 / min F over the published classes
-    assert measured == pytest.approx(_brute_journalist_max(env, "2023"))
-    # the stored record holds the boxes; Dagster's metadata only a summary of them
-    stored = json.loads((env / "reports" / "popjr" / "2023" / "transformations.json").read_text())
-    assert stored["mondrian"]["boxes"]["classes"] >= 1
-
-    # re-running only the publication re-reads the stored record: still publishable
-    later = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
-    assert later.success
-    # a record that does not describe the table refuses the publication, nothing overwritten
-    target = env / "published" / "popjr" / "2023.parquet"
-    before = target.read_bytes()
-    stored["output_hash"] = "0" * 64
-    (env / "reports" / "popjr" / "2023" / "transformations.json").write_text(json.dumps(stored))
-    refused = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
-    assert not refused.success
-    failures = [e for e in refused.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert "output hash differs" in failures[0].event_specific_data.error.message
-    assert target.read_bytes() == before
-
-
-def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
-    from tests.dagster.test_dagster import check_evaluations, load, materialized, run
-
-    spec = dagster_release(env, journalist_max=0.01)
-    defs = load(env, spec)
-    result = run(defs, "popjr", "2023", DagsterInstance.ephemeral())
-    assert not result.success
-    evals = check_evaluations(result)
-    jr = evals["journalist_risk_max"]
-    assert jr.passed is False
-    assert 0.01 < jr.metadata["measured"].value <= 0.5  # F >= 2 for every class (k=2 from the people)
-    assert "popjr/published" not in materialized(result)
-    assert not (env / "published" / "popjr" / "2023.parquet").exists()
-    # the refused evaluation's report states the figures the check refused (population placed)
-    report = json.loads((env / "reports" / "popjr" / "2023" / "risk_report.json").read_text())
-    assert report["verdict"]["publishable"] is False
-    risk = report["measures"]["metrics"]
-    assert risk["journalist_max"] == pytest.approx(jr.metadata["measured"].value)
-    assert risk["journalist_max"] < risk["prosecutor_max"]  # F > f: the population was used
-    assert risk["marketer"] is not None
 
 
 def test_cli_risk_config_places_the_population_with_the_record_beside_the_output(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """The release lifecycle in Dagster: blocking checks gate the publication, per partition.
 
-Small releases are generated in tmp dirs; runs go through the release's job with an ephemeral
-Dagster instance, as the UI or the scheduler would launch them.
+Small releases are generated in tmp dirs (``tests.support.releases``); runs go through the
+release's job with an ephemeral Dagster instance, as the UI or the scheduler would launch them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ import base64
 import json
 import os
 import stat
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -20,81 +18,8 @@ from dagster import AssetKey, DagsterInstance
 
 from anon_dagster.dagster import AnonReleaseComponent
 from anon_dagster.errors import SpecError
-
-MASTER_KEY = base64.b64encode(bytes(range(32))).decode()
-
-
-def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = None,
-                  method: str = "global", k: int = 2, rows_2023: int = 40, rows_2024: int = 40,
-                  max_suppression: float = 0.5, composition: bool = True, seed: int = 0,
-                  data: pd.DataFrame | None = None) -> Path:
-    """A two-year release spec and its data (random unless ``data`` is given); returns the spec path."""
-    rng = np.random.default_rng(seed)
-    n = rows_2023 + rows_2024
-    ages = rng.choice([30, 31, 42, 43], n)  # few values: k=2 is reachable by generalizing
-    df = data if data is not None else pd.DataFrame({
-        "pid": [f"PID{i:06d}" for i in range(n)],
-        "name": [f"Full Name {i:04d}" for i in range(n)],
-        "age": ages,
-        "sex": rng.choice(["F", "M"], n),
-        "region": rng.choice(["North", "South"], n),
-        "visit_date": ["2023-03-01"] * rows_2023 + ["2024-07-15"] * rows_2024,
-        "diagnosis": rng.choice(["A10", "B20", "C30"], n),
-    })
-    (tmp / "data").mkdir(exist_ok=True)
-    df.to_csv(tmp / "data" / f"{name}.csv", index=False)
-    spec = {
-        "release": name,
-        "source": {"path": f"../data/{name}.csv"},
-        "partitions": {"cadence": "yearly", "start": "2023-01-01", "end": "2025-01-01", "column": "visit_date"},
-        "columns": {
-            "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research"}},
-            "name": {"role": "identifier"},
-            "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10, 20]}},
-            "sex": {"role": "quasi"},
-            "region": {"role": "quasi", "partition_key": True},
-            "visit_date": {"role": "insensitive"},
-            "diagnosis": {"role": "sensitive"},
-        },
-        "anonymization": {"method": method, "k": k, "max_suppression": max_suppression},
-        "policy": {"thresholds": thresholds or {"k": 2}},
-        "publication": {"path": "../published/{release}/{partition}.parquet"},
-    }
-    if composition:
-        spec["composition"] = {"population": f"{name}_people", "person": "pid", "min_k": 1}
-    (tmp / "specs").mkdir(exist_ok=True)
-    path = tmp / "specs" / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_CONFIG", "DAGSTER_HOME"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "state" / "ledger.sqlite"))
-    return tmp_path
-
-
-def load(tmp: Path, spec: Path):
-    return AnonReleaseComponent(specs=[str(spec)], storage_dir=str(tmp / "state" / "storage"),
-                                ledger_path=str(tmp / "state" / "ledger.sqlite")).build_definitions(tmp)
-
-
-def run(defs, release: str, partition: str, instance, selection: list[AssetKey] | None = None):
-    job = defs.resolve_job_def(f"{release}_release")
-    return job.execute_in_process(partition_key=partition, instance=instance, raise_on_error=False,
-                                  asset_selection=selection)
-
-
-def check_evaluations(result) -> dict[str, object]:
-    return {e.event_specific_data.check_name: e.event_specific_data
-            for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
-
-
-def materialized(result) -> set[str]:
-    return {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
+from tests.support.keys import MASTER_KEY
+from tests.support.releases import check_evaluations, load, materialized, run, write_release
 
 
 def test_unreachable_k_blocks_publication_in_the_run_and_in_a_later_run(env):

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.dagster.test_dagster import MASTER_KEY, write_release
+from tests.support.keys import MASTER_KEY
+from tests.support.releases import write_release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
