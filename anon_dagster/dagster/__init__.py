@@ -5,10 +5,11 @@ is the thin layer that turns it into assets, blocking asset checks, partitions, 
 schedule per release, resources and an IO manager. See docs/dagster.md.
 """
 
+from .assets import ReleaseDefinitions, build_release
 from .components import AnonReleaseComponent, load_release_definitions
-from .factory import ReleaseDefinitions, ReleaseTranslator, build_release
 from .io_manager import AnonParquetIOManager
 from .resources import KeyStoreResource, LedgerResource, keystore_from_env
+from .translator import ReleaseTranslator
 
 __all__ = [
     "AnonParquetIOManager",

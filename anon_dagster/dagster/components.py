@@ -10,7 +10,7 @@ so ``dg list components`` shows it. Use it from YAML (``defs.yaml``)::
 
 or from Python with :func:`load_release_definitions` (what the root ``definitions.py`` does).
 Each spec becomes one group of assets, blocking checks, a job and (when partitioned) a schedule;
-see :mod:`anon_dagster.dagster.factory`. The resources are shared by every release: the key
+see :mod:`anon_dagster.dagster.assets`. The resources are shared by every release: the key
 store (settings through environment variables only), the parquet IO manager and the ledger.
 """
 
@@ -21,9 +21,10 @@ from pathlib import Path
 from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
 
 from ..spec import load_spec, load_specs
-from .factory import ReleaseDefinitions, build_release
+from .assets import ReleaseDefinitions, build_release
 from .io_manager import AnonParquetIOManager
 from .resources import LedgerResource, keystore_from_env
+from .translator import ReleaseTranslator
 
 CONFIG_ENV = "ANON_DAGSTER_CONFIG"
 
@@ -58,18 +59,23 @@ class AnonReleaseComponent(Component, Resolvable, Model):
         folder = self.config_dir or os.environ.get(CONFIG_ENV) or "assets_config"
         return _anchor(folder, base)
 
-    def releases(self, base: Path) -> list[ReleaseDefinitions]:
+    def get_translator(self) -> ReleaseTranslator:
+        """The translator of every release; override in a subclass to change conventions."""
+        return ReleaseTranslator()
+
+    def releases(self, base: Path, translator: ReleaseTranslator | None = None) -> list[ReleaseDefinitions]:
         """Load every spec (all problems of all files reported at once) and build each release."""
         where = self.spec_paths(base)
         specs = [load_spec(p) for p in where] if isinstance(where, list) else load_specs(where)
-        return [build_release(s, reports_dir=self.reports_dir, automate=self.automate) for s in specs]
+        t = translator or self.get_translator()
+        return [build_release(s, reports_dir=self.reports_dir, automate=self.automate, translator=t) for s in specs]
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         return self.build_definitions(Path(context.path))
 
-    def build_definitions(self, base: Path | None = None) -> Definitions:
+    def build_definitions(self, base: Path | None = None, translator: ReleaseTranslator | None = None) -> Definitions:
         """The Definitions of every release, with the shared resources."""
-        releases = self.releases(base or Path.cwd())
+        releases = self.releases(base or Path.cwd(), translator)
         keystore = keystore_from_env()
         return Definitions(
             assets=[a for r in releases for a in r.assets],
@@ -89,10 +95,12 @@ def _anchor(path: str, base: Path) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
-def load_release_definitions(config_dir: str | Path | None = None, **options: object) -> Definitions:
-    """Definitions for every spec in ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``)."""
+def load_release_definitions(config_dir: str | Path | None = None, *, translator: ReleaseTranslator | None = None,
+                             **options: object) -> Definitions:
+    """Definitions for every spec in ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``), named by
+    ``translator`` (default :class:`ReleaseTranslator`)."""
     component = AnonReleaseComponent(config_dir=str(config_dir) if config_dir else None, **options)
-    return component.build_definitions(Path.cwd())
+    return component.build_definitions(Path.cwd(), translator)
 
 
 __all__ = ["AnonReleaseComponent", "load_release_definitions"]

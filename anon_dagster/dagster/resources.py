@@ -4,12 +4,11 @@
 and its passphrase come from, set with :class:`dagster.EnvVar` so that Dagster keeps only the
 variable's name in run config and shows only that name in the UI; the secret values never enter
 config, metadata, logs or the event log. Left unset, the core falls back to the environment
-variables of the DESIGN contract (``ANON_DAGSTER_KEYSTORE``, ``ANON_DAGSTER_KEYSTORE_PASSPHRASE``,
+variables of the runtime contract (docs/contracts.md) (``ANON_DAGSTER_KEYSTORE``, ``ANON_DAGSTER_KEYSTORE_PASSPHRASE``,
 ``ANON_DAGSTER_MASTER_KEY``).
 """
 
 
-import inspect
 import os
 from typing import Any
 
@@ -18,7 +17,6 @@ from pydantic import PrivateAttr
 
 from ..errors import SecretError
 from ..pseudonymize.keystore import ENV_KEYSTORE, ENV_PASSPHRASE
-from . import core
 
 
 class KeyStoreResource(ConfigurableResource):
@@ -46,12 +44,10 @@ class KeyStoreResource(ConfigurableResource):
 
 
 def _open_keystore(path: str | None, passphrase: str | None) -> Any:
-    params = inspect.signature(core.open_keystore).parameters
-    kwargs: dict[str, Any] = {}
-    if passphrase is not None and "passphrase" in params:
-        kwargs["passphrase"] = passphrase
+    from ..pseudonymize import open_keystore
+
     try:
-        return core.open_keystore(path, **kwargs)
+        return open_keystore(path, passphrase=passphrase)
     except SecretError:
         raise
     except Exception as exc:  # the message may quote file content: keep only the type

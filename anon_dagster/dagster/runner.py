@@ -9,9 +9,11 @@ from pathlib import Path
 
 from dagster import DagsterInstance, Definitions
 
+from ..partitions import UNPARTITIONED
 from ..spec import ReleaseSpec
-from .factory import UNPARTITIONED, ReleaseTranslator, reports_folder
+from .assets import reports_folder
 from .partitions import partitions_def_for
+from .translator import ReleaseTranslator
 
 
 @dataclass
@@ -38,13 +40,15 @@ def release_partitions(spec: ReleaseSpec) -> list[str | None]:
 
 def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterInstance,
                         partitions: list[str | None] | None = None,
-                        reports_dir: str | None = None, log_level: str = "CRITICAL") -> list[PartitionOutcome]:
+                        reports_dir: str | None = None, log_level: str = "CRITICAL",
+                        translator: ReleaseTranslator | None = None) -> list[PartitionOutcome]:
     """Run the release's job once per partition; never raises for a refused release.
 
-    ``log_level`` is the console log level of the runs (the event log keeps everything).
+    ``log_level`` is the console log level of the runs (the event log keeps everything);
+    ``translator`` the one the definitions were built with (default :class:`ReleaseTranslator`).
     """
-    t = ReleaseTranslator(spec)
-    job = defs.resolve_job_def(t.job_name)
+    t = translator or ReleaseTranslator()
+    job = defs.resolve_job_def(t.job_name(spec))
     outcomes = []
     for partition in partitions if partitions is not None else release_partitions(spec):
         result = job.execute_in_process(
@@ -64,9 +68,9 @@ def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterI
             elif event.event_type_value == "ASSET_MATERIALIZATION":
                 mat = event.event_specific_data.materialization
                 rows = mat.metadata.get("rows")
-                if mat.asset_key == t.asset_key("raw") and rows is not None:
+                if mat.asset_key == t.asset_key(spec, "raw") and rows is not None:
                     out.rows_in = int(rows.value)
-                if mat.asset_key == t.asset_key("published"):
+                if mat.asset_key == t.asset_key(spec, "published"):
                     out.published = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
                     out.rows_published = int(rows.value) if rows is not None else None
         if out.published is not None:

@@ -27,10 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..release import gate
-from ..release.gate import Outcome
+from ..pseudonymize import pseudonym_pattern
 from ..spec import ReleaseSpec
-from . import core
+from . import gate
+from .gate import Outcome
 
 
 def build_expectations(spec: ReleaseSpec, published: pd.DataFrame) -> list[tuple[str, Any]]:
@@ -45,7 +45,7 @@ def build_expectations(spec: ReleaseSpec, published: pd.DataFrame) -> list[tuple
     for name in spec.pseudonymized:
         if name in published.columns:
             p = spec.columns[name].pseudonymize
-            pattern = core.pseudonym_pattern(p.method, prefix_version=p.prefix_version)
+            pattern = pseudonym_pattern(p.method, prefix_version=p.prefix_version)
             out.append((f"{name}: pseudonyms match the {p.method} format",
                         E.ExpectColumnValuesToMatchRegex(column=name, regex=pattern)))
     for name in spec.partition_keys:

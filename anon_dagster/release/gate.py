@@ -30,7 +30,7 @@ from ..anonymize.record import table_hash
 from ..errors import DataError
 from ..io import read_table
 from ..pseudonymize import pseudonym_pattern
-from ..risk import EquivalenceClasses, measure_risk, utility_query_error
+from ..risk import EquivalenceClasses, RiskMeasures, measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
 from .report import format_value as _fmt
 
@@ -143,9 +143,36 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
     release (everything suppressed) has no classes: ``{"rows": 0, "classes": 0}``, which fails
     every threshold.
     """
+    measured = risk_measures(spec, anonymized, population, record)
+    return {"rows": 0, "classes": 0} if measured is None else release_figures(spec, measured, population)
+
+
+def release_figures(spec: ReleaseSpec, measured: RiskMeasures, population: pd.DataFrame | None) -> dict[str, Any]:
+    """``measured.to_dict()`` with the note on how the declared population was matched."""
+    out = measured.to_dict()
+    pop_spec = spec.policy.population
+    if pop_spec is not None and population is None:
+        out["population_note"] = ("the population gives no class sizes for this method (group means "
+                                  "match no population row): journalist risk from the sampling fraction")
+    elif pop_spec is not None and pop_spec.qis:
+        out["population_note"] = (f"population matched on {', '.join(matched_qis(spec))} only: its class "
+                                  "sizes are upper bounds on F, so journalist risk is understated")
+    return out
+
+
+def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
+                  record: Mapping[str, Any] | None = None) -> RiskMeasures | None:
+    """The release's :class:`RiskMeasures` over the published view (None when it has no rows).
+
+    The one measurement of a release table: the spec gives the QIs, the sensitive attributes
+    with their kind, order and hierarchy, the population, the sampling fraction, the recursive
+    (c, l) constant and the risk threshold of ``records_at_risk`` (``policy.thresholds.
+    prosecutor_max`` when declared, else the kernel's default). The measures keep the table's
+    equivalence classes (``equivalence_classes``) for every later figure of the same table.
+    """
     data = publishable_view(anonymized)
     if len(data) == 0:
-        return {"rows": 0, "classes": 0}
+        return None
     if population is not None and record is not None:
         population = generalize_population(population, spec, record, data)
     options: dict[str, Any] = {}
@@ -167,20 +194,14 @@ def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFram
             # matched on fewer QIs: F is an upper bound, journalist risk understated (reported)
             options["population_qis"] = matched_qis(spec)
         options["population_source"] = pop_spec.path if pop_spec is not None else None
-    measured = measure_risk(
+    if spec.policy.thresholds.prosecutor_max is not None:
+        options["risk_threshold"] = spec.policy.thresholds.prosecutor_max
+    return measure_risk(
         data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
         sampling_fraction=spec.policy.sampling_fraction,
         count_column=pop_spec.count_column if pop_spec is not None and population is not None else None,
         **options,
     )
-    out = measured.to_dict()
-    if pop_spec is not None and population is None:
-        out["population_note"] = ("the population gives no class sizes for this method (group means "
-                                  "match no population row): journalist risk from the sampling fraction")
-    elif pop_spec is not None and pop_spec.qis:
-        out["population_note"] = (f"population matched on {', '.join(matched_qis(spec))} only: its class "
-                                  "sizes are upper bounds on F, so journalist risk is understated")
-    return out
 
 
 def _compare(value: float | None, comparison: str, threshold: float) -> bool:
@@ -263,18 +284,24 @@ def published_classes(spec: ReleaseSpec, anonymized: pd.DataFrame) -> Equivalenc
     return EquivalenceClasses.from_frame(data, qis)
 
 
-def class_sizes(spec: ReleaseSpec, anonymized: pd.DataFrame) -> list[int]:
-    """The size of every published equivalence class (empty when there is none)."""
-    ec = published_classes(spec, anonymized)
+def class_sizes(spec: ReleaseSpec, anonymized: pd.DataFrame,
+                classes: EquivalenceClasses | None = None) -> list[int]:
+    """The size of every published equivalence class (empty when there is none).
+
+    ``classes`` are the published view's classes when already built (not built again).
+    """
+    ec = classes if classes is not None else published_classes(spec, anonymized)
     return [] if ec is None else ec.sizes.astype(int).tolist()
 
 
-def worst_classes(spec: ReleaseSpec, anonymized: pd.DataFrame, limit: int = 10) -> pd.DataFrame:
+def worst_classes(spec: ReleaseSpec, anonymized: pd.DataFrame, limit: int = 10,
+                  classes: EquivalenceClasses | None = None) -> pd.DataFrame:
     """The smallest equivalence classes: their QI values and size, nothing else of the rows.
 
-    Smallest first; classes of equal size in the order of their first row.
+    Smallest first; classes of equal size in the order of their first row. ``classes`` are
+    the published view's classes when already built (not built again).
     """
-    ec = published_classes(spec, anonymized)
+    ec = classes if classes is not None else published_classes(spec, anonymized)
     if ec is None:
         data = publishable_view(anonymized)
         return pd.DataFrame(columns=[*[q for q in spec.quasi_identifiers if q in data.columns], "size"])

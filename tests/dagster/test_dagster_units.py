@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anon_dagster.dagster.factory import anonymize_or_relax
 from anon_dagster.dagster.io_manager import decrypt, encrypt
 from anon_dagster.dagster.partitions import partitions_def_for
 from anon_dagster.dagster.resources import KeyStoreResource
 from anon_dagster.errors import DataError, SecretError
 from anon_dagster.partitions import partition_window, rows_in_window
 from anon_dagster.release import gate as policy
+from anon_dagster.release import pipeline
 from anon_dagster.spec import spec_from_dict
 
 
@@ -200,7 +200,7 @@ def test_raw_value_hits_equal_a_brute_force_search(cells, raw_names):
 
 
 def test_the_ge_contract_fails_with_counts_only():
-    from anon_dagster.dagster.contract import validate_contract
+    from anon_dagster.release.contract import validate_contract
 
     spec = make_spec()
     bad = published_frame().assign(name=["Ada Lovelace", "Bob Stone"])
@@ -225,7 +225,8 @@ def test_an_unreachable_policy_gives_evidence_instead_of_a_crash():
     df = pd.DataFrame({"pid": [f"p{i}" for i in range(8)], "name": ["n"] * 8,
                        "age": [21, 22, 23, 24, 31, 32, 33, 34], "region": ["N"] * 4 + ["S"] * 4,
                        "day": ["2023-05-05"] * 8, "dx": ["x"] * 4 + ["y"] * 4}).drop(columns=["name"])
-    result, reason = anonymize_or_relax(df, spec)
+    result = pipeline.anonymize(spec, df)
+    reason = result.unreachable
     assert reason is not None and "unreachable" in reason
     assert len(result.data) == 8
     outcomes = {o.name: o.passed for o in policy.threshold_outcomes(spec, policy.measure(spec, result.data))}

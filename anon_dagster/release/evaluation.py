@@ -1,0 +1,120 @@
+"""The outcome of a release's gate: one typed :class:`Evaluation` of every declared check.
+
+An evaluation is what :func:`anon_dagster.release.pipeline.evaluate` returns and what every
+consumer reads: the Dagster checks yield its results, ``anon-dagster check`` prints them, the
+publication step refuses unless it passes, and the risk report states its figures. Nothing
+downstream measures again.
+
+Definitions:
+
+- a *check result* is the verdict of one declared check (a threshold of ``policy.thresholds``,
+  a utility query, the composition with earlier publications, the ε budget or the data
+  contract): passed or not, its severity, the measured value and the declared threshold;
+- a check *blocks* when it failed with severity ``error`` (``warn`` only reports);
+- the evaluation's *verdict* is ``pass`` when no check blocks, else ``fail``;
+- its *id* is a digest of the spec hash, the data hash and every check's outcome, so a
+  decision bound to it (an approval) is void once data, spec or any figure changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..io import plain_json
+
+
+@dataclass
+class CheckResult:
+    """The verdict of one declared check on one table."""
+
+    name: str
+    spec_key: str
+    passed: bool
+    severity: str = "error"  # "error" blocks the publication, "warn" only reports
+    measured: Any = None
+    threshold: Any = None
+    comparison: str = ""
+    summary: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> bool:
+        """Failed with severity error: the publication must not happen."""
+        return not self.passed and self.severity == "error"
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract form (``anon-dagster check --json``): name, spec key, verdict, figures."""
+        return {"name": self.name, "spec_key": self.spec_key, "passed": bool(self.passed),
+                "severity": self.severity, "measured": plain_json(self.measured),
+                "threshold": plain_json(self.threshold)}
+
+    def report_entry(self) -> dict[str, Any]:
+        """The form the risk report and the ledger store."""
+        return {"name": self.name, "passed": bool(self.passed), "severity": self.severity,
+                "value": plain_json(self.measured), "threshold": plain_json(self.threshold),
+                "comparison": self.comparison, "summary": self.summary}
+
+
+@dataclass
+class Evaluation:
+    """Every check of one release partition, with the figures they were judged on.
+
+    ``measures`` is ``RiskMeasures.to_dict()`` of the published view (``{"rows": 0, "classes": 0}``
+    for an empty release, ``{}`` when nothing could be measured); ``record`` the transformation
+    record of the anonymization; ``composition`` the composition result (``to_dict()``) when
+    composed; ``class_sizes`` and ``worst_classes`` come from the one class build of the table.
+    """
+
+    release: str
+    partition: str | None
+    spec_hash: str
+    data_hash: str
+    checks: list[CheckResult]
+    measures: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, Any] | None = None
+    composition: dict[str, Any] | None = None
+    class_sizes: list[int] = field(default_factory=list)
+    worst_classes: pd.DataFrame | None = None
+    mitigations: list[str] = field(default_factory=list)
+    rows: int = 0
+    # the composition's class assignment (linkage pseudonyms → classes), recorded in the
+    # ledger with the publication; never serialized
+    assignment: Any = field(default=None, repr=False)
+
+    @property
+    def passed(self) -> bool:
+        """No check blocks."""
+        return not any(c.blocks for c in self.checks)
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    @property
+    def refusals(self) -> list[str]:
+        """``"<check>: <summary>"`` of every blocking check (empty when the release may go out)."""
+        return [f"{c.name}: {c.summary}" for c in self.checks if c.blocks]
+
+    def check(self, name: str) -> CheckResult | None:
+        """The result of the check called ``name``, if it was evaluated."""
+        return next((c for c in self.checks if c.name == name), None)
+
+    @property
+    def id(self) -> str:
+        """A digest binding spec, data and every check outcome (16 hex characters)."""
+        body = json.dumps({"spec": self.spec_hash, "data": self.data_hash, "partition": self.partition,
+                           "checks": [c.to_json() for c in self.checks]}, sort_keys=True, default=str)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract form printed by ``anon-dagster check --json``."""
+        return {"release": self.release, "partition": self.partition, "verdict": self.verdict,
+                "checks": [c.to_json() for c in self.checks], "evaluation": self.id}
+
+
+__all__ = ["CheckResult", "Evaluation"]
