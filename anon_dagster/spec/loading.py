@@ -1,0 +1,226 @@
+"""Release spec v1: loading YAML relative to the spec's folder, and validation.
+
+Validation reports *every* problem at once, each with file, key and column
+(:class:`~anon_dagster.errors.SpecError`): pydantic's structural errors first (an unknown
+threshold lists the known ones), then every semantic problem (roles, hierarchies, methods,
+policy, queries, publication).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import ValidationError
+
+from ..errors import HierarchyError, Problem, SpecError
+from .columns import column_problems
+from .models import ReleaseSpec
+from .policy import policy_problems, threshold_message
+
+
+def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(part for part in err["loc"] if not str(part).startswith("function-"))
+        key = ".".join(str(part) for part in loc)
+        message = err["msg"]
+        special = threshold_message(loc, err)
+        if special is not None:
+            message = special
+        elif err["type"] == "extra_forbidden":
+            message = "unknown key (not part of release spec v1)"
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        problems.append(Problem(file, key, message))
+    return problems
+
+
+def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
+    problems: list[Problem] = []
+    add = lambda key, msg: problems.append(Problem(file, key, msg))  # noqa: E731
+    for name, col in spec.columns.items():
+        for key, msg in column_problems(name, col, spec.resolve):
+            add(key, msg)
+    if not spec.quasi_identifiers and spec.anonymization.method not in ("none",):
+        add("columns", "no column has role 'quasi': there is nothing to anonymize")
+    if spec.partitions and spec.partitions.column not in spec.columns:
+        add("partitions.column", f"column {spec.partitions.column!r} is not declared under columns")
+    if spec.partitions:
+        try:
+            pd.Timestamp(spec.partitions.start)
+        except (ValueError, TypeError):
+            add("partitions.start", f"{spec.partitions.start!r} is not a date (YYYY-MM-DD)")
+    for key, msg in policy_problems(spec):
+        add(key, msg)
+    names = set()
+    for i, q in enumerate(spec.utility_queries):
+        if q.name in names:
+            add(f"utility_queries.{i}.name", f"query name {q.name!r} is used twice")
+        names.add(q.name)
+        for g in q.group_by:
+            if g not in spec.columns:
+                add(f"utility_queries.{i}.group_by", f"column {g!r} is not declared under columns")
+            elif spec.columns[g].role == "identifier":
+                add(f"utility_queries.{i}.group_by", f"column {g!r} is an identifier and is not published")
+        if q.target not in spec.columns:
+            add(f"utility_queries.{i}.target", f"column {q.target!r} is not declared under columns")
+    utility = spec.anonymization.utility
+    if utility not in ("entropy", "loss", "discernibility", "aecs") and not (
+        utility.startswith("query:") and utility[6:] in names
+    ):
+        add("anonymization.utility", f"{utility!r} is not entropy, loss, discernibility, aecs or query:<name of a utility query>")
+    if spec.composition is not None and spec.composition.person not in spec.columns:
+        add("composition.person", f"column {spec.composition.person!r} is not declared under columns")
+    if spec.publication.mode == "aggregates" and spec.publication.epsilon is None:
+        add("publication.epsilon", "aggregates are published with differential privacy: declare epsilon")
+    return problems
+
+
+# Path templates such as ``{path: ../published/{release}/{partition}.parquet}`` are not valid
+# YAML inside a flow mapping (a plain scalar cannot hold ``{``); the documented placeholders are
+# swapped for tokens before parsing and restored after, so the spec reads as documented.
+_TOKENS = {"{release}": "__anon_dagster_release__", "{partition}": "__anon_dagster_partition__"}
+
+
+def _protect_placeholders(text: str) -> str:
+    for placeholder, token in _TOKENS.items():
+        text = text.replace(placeholder, token)
+    return text
+
+
+def _restore_placeholders(value: Any) -> Any:
+    if isinstance(value, str):
+        for placeholder, token in _TOKENS.items():
+            value = value.replace(token, placeholder)
+        return value
+    if isinstance(value, dict):
+        return {_restore_placeholders(k): _restore_placeholders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore_placeholders(v) for v in value]
+    return value
+
+
+class _DuplicateKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that records keys given twice in one mapping instead of keeping the last.
+
+    A column declared twice (say once as quasi, once as sensitive) would otherwise silently take
+    the second role.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.duplicates: list[tuple[int, str]] = []
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                self.duplicates.append((key_node.start_mark.line + 1, str(key)))
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str, file: str) -> Any:
+    loader = _DuplicateKeyLoader(text)
+    try:
+        data = loader.get_single_data()
+    finally:
+        loader.dispose()
+    if loader.duplicates:
+        raise SpecError([
+            Problem(file, f"line {line}", f"key {_restore_placeholders(key)!r} is given twice in the same mapping (one declaration per key)")
+            for line, key in loader.duplicates
+        ])
+    return data
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Load and validate a release spec; raise SpecError listing every problem found."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = _protect_placeholders(path.read_text(encoding="utf-8"))
+        raw = _restore_placeholders(_load_yaml(text, file))
+    except OSError as exc:
+        raise SpecError([Problem(file, "", f"cannot read the spec: {exc.strerror}")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise SpecError([Problem(file, where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    return spec_from_dict(raw, path)
+
+
+def spec_from_dict(raw: Any, path: Path | None = None) -> ReleaseSpec:
+    """Validate a spec given as a mapping (``path`` anchors its relative paths)."""
+    file = str(path) if path else "<spec>"
+    if not isinstance(raw, dict):
+        raise SpecError([Problem(file, "", "a release spec must be a YAML mapping")])
+    try:
+        spec = ReleaseSpec.model_validate({**raw, "spec_path": path.resolve() if path else None})
+    except ValidationError as exc:
+        raise SpecError(_pydantic_problems(file, exc)) from None
+    problems = _semantic_problems(spec, file)
+    if problems:
+        raise SpecError(problems)
+    return spec
+
+
+def check_data(spec: ReleaseSpec, df: pd.DataFrame, source: str | None = None) -> None:
+    """Check a table against the spec; raise SpecError with every problem found.
+
+    Every source column must be declared (no silent pass-through), every declared column must
+    be present, and every QI value must be covered by its hierarchy.
+    """
+    file = source or spec.label
+    problems: list[Problem] = []
+    undeclared = [c for c in df.columns if c not in spec.columns]
+    for c in undeclared:
+        problems.append(Problem(file, f"column {c!r}", "present in the data but not declared in the spec (no silent pass-through)"))
+    for c in spec.columns:
+        if c not in df.columns:
+            problems.append(Problem(file, f"column {c!r}", "declared in the spec but missing from the data"))
+    for name, hierarchy in spec.hierarchies.items():
+        if name not in df.columns:
+            continue
+        values = pd.unique(df[name])
+        try:
+            hierarchy.table(values)
+        except HierarchyError as exc:
+            problems.append(Problem(file, f"columns.{name}.hierarchy", str(exc)))
+    if problems:
+        raise SpecError(problems)
+
+
+def discover_specs(folder: str | Path) -> list[Path]:
+    """Release spec files in ``folder`` (``*.yaml`` / ``*.yml``, not in sub-folders), sorted."""
+    folder = Path(folder)
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_specs(folder: str | Path) -> list[ReleaseSpec]:
+    """Every spec in ``folder``; problems of all files are reported together."""
+    specs, problems = [], []
+    for path in discover_specs(folder):
+        try:
+            specs.append(load_spec(path))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SpecError(problems)
+    seen: dict[str, Path] = {}
+    for s in specs:
+        if s.release in seen:
+            problems.append(Problem(str(s.spec_path), "release", f"name {s.release!r} is also used by {seen[s.release]}"))
+        seen[s.release] = s.spec_path  # type: ignore[assignment]
+    if problems:
+        raise SpecError(problems)
+    return specs
+
+
+def iter_problems(exc: SpecError) -> Iterable[str]:
+    return (str(p) for p in exc.problems)

@@ -1,0 +1,194 @@
+"""Release spec v1: the typed models of a spec (source, partitions, columns, anonymization,
+policy, utility queries, composition, publication) and the views derived from them.
+
+A release spec declares one periodic publication: its source, partitions, the role of every
+column, the anonymization, the risk policy (thresholds declared before measuring), utility
+queries, composition with earlier releases and the publication target.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..hierarchies import Hierarchy
+from .columns import ColumnSpec, TableSpec, _Model, build_hierarchy
+from .policy import PolicySpec
+
+
+class SourceSpec(_Model):
+    """Where the raw data comes from: csv or parquet, relative to the spec; may hold {partition}."""
+
+    path: str
+    separator: str | None = None
+    format: Literal["csv", "parquet"] | None = None
+
+
+Cadence = Literal["daily", "weekly", "monthly", "quarterly", "yearly"]
+
+
+class PartitionsSpec(_Model):
+    """Time-window partitions over a date column: a partition's rows fall in its window."""
+
+    cadence: Cadence
+    start: str
+    end: str | None = None
+    column: str
+
+
+class AnonymizationSpec(_Model):
+    """What the anonymizer does; ``k`` and the policy's monotone thresholds are its targets."""
+
+    method: Literal["global", "mondrian", "microaggregation", "none"] = "global"
+    k: int = Field(default=5, ge=1)
+    max_suppression: float = Field(default=0.0, ge=0.0, le=1.0)
+    utility: str = "entropy"
+    suppression: Literal["rows", "cells"] = "rows"
+    seed: int = 0
+    pram: dict[str, Any] | None = None
+    # global recoding's risk-utility frontier: "complete" resolves every lattice node, "partial"
+    # lists the minimal nodes the search already settled; unset = complete without suppression
+    # (cheap), partial with it (completing can cost seconds on large lattices)
+    frontier: Literal["complete", "partial"] | None = None
+
+
+class UtilityQuerySpec(_Model):
+    """A question the release must answer: prevalence of ``target`` per ``group_by``."""
+
+    name: str
+    group_by: list[str]
+    target: str
+    max_error_points: float | None = Field(default=None, ge=0)
+    severity: Literal["error", "warn"] = "error"
+
+
+class CompositionSpec(_Model):
+    """Which earlier publications this one is composed with, and the linkage identifier."""
+
+    population: str
+    person: str
+    min_k: int = Field(default=5, ge=1)
+
+
+class PublicationSpec(_Model):
+    """Where and how the release is published; the path may hold {release} and {partition}."""
+
+    path: str
+    mode: Literal["rows", "aggregates"] = "rows"
+    epsilon: float | None = Field(default=None, gt=0)
+    total_epsilon: float | None = Field(default=None, gt=0)
+    aggregates: dict[str, Any] | None = None
+    # how the population's epsilon budget composes across releases (see docs/release.md)
+    budget_composition: Literal["basic", "advanced"] = "basic"
+    delta: float | None = Field(default=None, gt=0, lt=1)
+
+
+class ReleaseSpec(_Model):
+    """Release spec v1 (see the README and docs/release.md)."""
+
+    release: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    description: str = ""
+    source: SourceSpec
+    partitions: PartitionsSpec | None = None
+    columns: dict[str, ColumnSpec]
+    anonymization: AnonymizationSpec = AnonymizationSpec()
+    policy: PolicySpec = PolicySpec()
+    utility_queries: list[UtilityQuerySpec] = []
+    composition: CompositionSpec | None = None
+    publication: PublicationSpec
+
+    # set by load_spec: the file and folder paths resolve against
+    spec_path: Path | None = Field(default=None, exclude=True)
+
+    # ----- derived views -------------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        return self.spec_path.parent if self.spec_path else Path.cwd()
+
+    def resolve(self, path: str, **fmt: str) -> Path:
+        """A path of the spec, formatted with ``fmt`` and resolved against the spec's folder."""
+        text = path.format(release=self.release, **fmt) if fmt or "{release}" in path else path
+        p = Path(text).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p).resolve()
+
+    def data_folders(self) -> list[Path]:
+        """The folders dedicated to this release's data: a key store must never sit inside one.
+
+        Source, publication and population folders (a path's part before its first
+        placeholder). The spec's own folder and its ancestors are left out: a file given beside
+        the spec makes that folder a place of specs, not a data folder.
+        """
+        paths = [self.source.path, self.publication.path]
+        if self.policy.population is not None:
+            paths.append(self.policy.population.path)
+        folders = []
+        for text in paths:
+            fixed = text.split("{", 1)[0]
+            folder = self.resolve(fixed) if fixed.endswith(("/", "\\")) else self.resolve(fixed).parent
+            if folder not in folders and folder != self.base_dir.resolve() and folder not in self.base_dir.resolve().parents:
+                folders.append(folder)
+        return folders
+
+    def columns_with_role(self, role: str) -> list[str]:
+        return [name for name, col in self.columns.items() if col.role == role]
+
+    @property
+    def identifiers(self) -> list[str]:
+        return self.columns_with_role("identifier")
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        """All QIs, partition keys included (they are QIs an adversary knows too)."""
+        return self.columns_with_role("quasi")
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return [n for n, c in self.columns.items() if c.partition_key]
+
+    @property
+    def generalized_qis(self) -> list[str]:
+        """QIs the anonymizer may generalize: every QI except partition keys."""
+        return [n for n in self.quasi_identifiers if not self.columns[n].partition_key]
+
+    @property
+    def sensitive(self) -> list[str]:
+        return self.columns_with_role("sensitive")
+
+    @property
+    def pseudonymized(self) -> list[str]:
+        return [n for n in self.identifiers if self.columns[n].pseudonymize is not None]
+
+    @property
+    def published_columns(self) -> list[str]:
+        """Columns a publication holds: pseudonymized identifiers and every non-identifier."""
+        return [
+            n for n, c in self.columns.items()
+            if c.role != "identifier" or c.pseudonymize is not None
+        ]
+
+    @cached_property
+    def hierarchies(self) -> dict[str, Hierarchy]:
+        """One hierarchy per generalizable QI (a QI without one gets value → ``*``)."""
+        return {name: build_hierarchy(self, name) for name in self.generalized_qis}
+
+    def spec_hash(self) -> str:
+        """SHA-256 of the spec's content (keys sorted), plus the content of its table hierarchies."""
+        payload = self.model_dump(mode="json", exclude={"spec_path"})
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode())
+        for name in sorted(self.columns):
+            h = self.columns[name].hierarchy
+            if isinstance(h, TableSpec):
+                try:
+                    digest.update(self.resolve(h.path).read_bytes())
+                except OSError:
+                    pass
+        return digest.hexdigest()
+
+    @property
+    def label(self) -> str:
+        return str(self.spec_path) if self.spec_path else self.release
