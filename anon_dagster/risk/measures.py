@@ -2,17 +2,15 @@
 
 The equivalence classes (:class:`~anon_dagster.risk.classes.EquivalenceClasses`) are computed
 once; re-identification risk, l-diversity, t-closeness, population figures, utility and subgroup
-breakdowns are all derived from them. The metric names of ``RiskMeasures.to_dict()`` are a
-contract (DESIGN.md): rows, classes, k, uniques_fraction, prosecutor_max, prosecutor_avg,
-journalist_max, journalist_avg, marketer, l_distinct, l_entropy, t_closeness; ``None`` when not
-computable (no sensitive attribute, no population). Further keys are listed in docs/risk.md.
+breakdowns are all derived from them. The result is a :class:`~anon_dagster.risk.result.RiskMeasures`,
+whose metric names are a contract (:data:`~anon_dagster.risk.result.CONTRACT_KEYS`); further
+keys are listed in docs/risk.md.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +20,19 @@ import pandas as pd
 from ..errors import DataError
 from ..hierarchies import Hierarchy
 from ..io import read_table
-from .classes import EquivalenceClasses, FactorizeCache, _factorize
+from .breakdown import HISTOGRAM_BINS, class_size_histogram
+from .classes import EquivalenceClasses, FactorizeCache
 from .reidentification import (
     check_sampling_fraction,
     journalist_figures,
     population_class_sizes,
     prosecutor_figures,
+)
+from .result import (
+    CONTRACT_KEYS,
+    DEFAULT_RISK_THRESHOLD,
+    RiskMeasures,
+    SensitiveResult,
 )
 from .sensitive import (
     CodedSensitive,
@@ -40,184 +45,10 @@ from .sensitive import (
 )
 from .utility import generalization_utility, generic_utility, utility_query_error
 
-CONTRACT_KEYS = (
-    "rows", "classes", "k", "uniques_fraction", "prosecutor_max", "prosecutor_avg",
-    "journalist_max", "journalist_avg", "marketer", "l_distinct", "l_entropy", "t_closeness",
-)
-
-# Class-size bins of the histogram: (label, smallest size, largest size or None)
-HISTOGRAM_BINS = (
-    ("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-9", 5, 9), ("10-19", 10, 19),
-    ("20-49", 20, 49), ("50-99", 50, 99), ("100-999", 100, 999), ("1000+", 1000, None),
-)
-
-DEFAULT_RISK_THRESHOLD = 0.2  # 1/5: a record in a class smaller than 5 is "at risk"
-
-
-@dataclass
-class SensitiveResult:
-    """Per-class attribute-disclosure figures of one sensitive attribute."""
-
-    name: str
-    l_distinct: np.ndarray
-    entropy: np.ndarray
-    t: np.ndarray
-    t_distance: str
-    tv: np.ndarray
-    l_recursive: np.ndarray | None = None
-    disclosure: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self, recursive_c: float | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "l_distinct": int(self.l_distinct.min()),
-            "l_entropy": float(math.exp(self.entropy.min())),
-            "entropy_min_nats": float(self.entropy.min()),
-            "t_closeness": float(self.t.max()),
-            "t_closeness_distance": self.t_distance,
-            "t_closeness_tv": float(self.tv.max()),
-        }
-        if self.l_recursive is not None:
-            out["l_recursive"] = int(self.l_recursive.min())
-            out["recursive_c"] = float(recursive_c)  # type: ignore[arg-type]
-        out.update(self.disclosure)
-        return out
-
-
-@dataclass
-class RiskMeasures:
-    """The risk and utility figures of one table (see docs/risk.md for every definition).
-
-    The twelve contract fields are the DESIGN.md metrics; ``extras`` holds the rest (histogram,
-    records at risk, per-class averages, population uniqueness, utility, breakdowns). ``classes``
-    and the per-class arrays stay available for reports and breakdowns but are not serialized.
-    """
-
-    rows: int
-    classes: int
-    k: int
-    uniques_fraction: float
-    prosecutor_max: float
-    prosecutor_avg: float
-    journalist_max: float | None = None
-    journalist_avg: float | None = None
-    marketer: float | None = None
-    l_distinct: int | None = None
-    l_entropy: float | None = None
-    t_closeness: float | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    equivalence_classes: EquivalenceClasses | None = field(default=None, repr=False)
-    sensitive_results: list[SensitiveResult] = field(default_factory=list, repr=False)
-    population_sizes: np.ndarray | None = field(default=None, repr=False)
-    risk_threshold: float = DEFAULT_RISK_THRESHOLD
-
-    def to_dict(self) -> dict[str, Any]:
-        """The contract keys, then the extras; plain ints/floats/strings/lists only (JSON-safe)."""
-        out = {key: getattr(self, key) for key in CONTRACT_KEYS}
-        out.update(self.extras)
-        return _json_safe(out)
-
-    # ----- per class and per record ---------------------------------------------------------
-    def class_table(self) -> pd.DataFrame:
-        """One row per class: its QI values, size, prosecutor risk, and what else was measured."""
-        ec = self._ec()
-        table = ec.keys()
-        table["size"] = ec.sizes
-        table["prosecutor_risk"] = 1.0 / ec.sizes
-        if self.population_sizes is not None:
-            table["population_size"] = self.population_sizes
-            table["journalist_risk"] = 1.0 / self.population_sizes
-        for res in self.sensitive_results:
-            prefix = "" if len(self.sensitive_results) == 1 else f"{res.name}:"
-            table[f"{prefix}l_distinct"] = res.l_distinct
-            table[f"{prefix}l_entropy"] = np.exp(res.entropy)
-            table[f"{prefix}t"] = res.t
-        return table
-
-    def record_risk(self) -> np.ndarray:
-        """Prosecutor risk ``1 / n_c`` of each row, by position."""
-        ec = self._ec()
-        return 1.0 / ec.sizes[ec.row_class]
-
-    def breakdown(self, groups: pd.Series | np.ndarray | Sequence[object], name: str = "group",
-                  cache: FactorizeCache | None = None) -> pd.DataFrame:
-        """Every per-record figure aggregated per subgroup (one value per row, by position).
-
-        Per group: rows, classes touched, k (smallest class of its rows), uniques_fraction,
-        prosecutor max/avg (mean over the group's rows of ``1/n_c``), records_at_risk, and when
-        measured l_distinct/l_entropy (worst class touched), t_closeness (largest),
-        journalist_max and marketer. Missing group values form a group of their own. The
-        classes are those of the whole table: a minority's figures are its own rows' risks.
-        """
-        ec = self._ec()
-        if not isinstance(groups, pd.Series):
-            groups = pd.Series(np.asarray(groups, dtype=object))
-        if len(groups) != ec.n_rows:
-            raise DataError(f"breakdown: {len(groups)} group values for {ec.n_rows} rows")
-        codes, uniques = _factorize(groups, cache)
-        labels = [*list(uniques), None]
-        codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)
-        n_groups = len(labels)
-        rc = ec.row_class
-        size = ec.sizes[rc]
-        risk = 1.0 / size
-        rows = np.bincount(codes, minlength=n_groups)
-
-        def worst(values: np.ndarray, fn: np.ufunc, start: float) -> np.ndarray:
-            out = np.full(n_groups, start, dtype=float)
-            fn.at(out, codes, values)
-            return out
-
-        def mean(values: np.ndarray) -> np.ndarray:
-            return np.bincount(codes, weights=values, minlength=n_groups) / np.maximum(rows, 1)
-
-        pair = codes * ec.n_classes + rc
-        if n_groups * ec.n_classes <= 2 * len(pair) + 65536:
-            # small (group, class) space: mark the pairs present instead of sorting them
-            seen = np.zeros(n_groups * ec.n_classes, dtype=bool)
-            seen[pair] = True
-            classes_touched = seen.reshape(n_groups, ec.n_classes).sum(axis=1)
-        else:
-            classes_touched = np.bincount(np.unique(pair) // ec.n_classes, minlength=n_groups)
-        table = {
-            "rows": rows,
-            "classes": classes_touched,
-            "k": worst(size.astype(float), np.minimum, np.inf),
-            "uniques_fraction": mean((size == 1).astype(float)),
-            "prosecutor_max": worst(risk, np.maximum, 0.0),
-            "prosecutor_avg": mean(risk),
-            "records_at_risk": mean((risk > self.risk_threshold).astype(float)),
-        }
-        if self.population_sizes is not None:
-            jrisk = 1.0 / self.population_sizes[rc]
-            table["journalist_max"] = worst(jrisk, np.maximum, 0.0)
-            table["marketer"] = mean(jrisk)
-        if self.sensitive_results:
-            lvals = np.min([r.l_distinct for r in self.sensitive_results], axis=0)[rc]
-            hvals = np.min([r.entropy for r in self.sensitive_results], axis=0)[rc]
-            tvals = np.max([r.t for r in self.sensitive_results], axis=0)[rc]
-            table["l_distinct"] = worst(lvals.astype(float), np.minimum, np.inf)
-            table["l_entropy"] = np.exp(worst(hvals, np.minimum, np.inf))
-            table["t_closeness"] = worst(tvals, np.maximum, 0.0)
-        out = pd.DataFrame(table, index=pd.Index(labels, name=name))
-        out = out[out["rows"] > 0]
-        for col in ("k", "l_distinct"):
-            if col in out:
-                out[col] = out[col].astype(np.int64)
-        return out.sort_values(["k", "rows"], kind="stable")
-
-    def _ec(self) -> EquivalenceClasses:
-        if self.equivalence_classes is None:
-            raise ValueError("these measures were loaded without their equivalence classes")
-        return self.equivalence_classes
-
-
-def class_size_histogram(sizes: np.ndarray) -> list[dict[str, Any]]:
-    """Classes and rows per class-size bin (bins of :data:`HISTOGRAM_BINS`, empty ones too)."""
-    out = []
-    for label, low, high in HISTOGRAM_BINS:
-        mask = (sizes >= low) & (sizes <= (high if high is not None else np.iinfo(np.int64).max))
-        out.append({"sizes": label, "classes": int(mask.sum()), "rows": int(sizes[mask].sum())})
-    return out
+__all__ = [
+    "CONTRACT_KEYS", "DEFAULT_RISK_THRESHOLD", "HISTOGRAM_BINS", "RiskMeasures", "SensitiveResult",
+    "class_size_histogram", "measure_risk",
+]
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
@@ -497,7 +328,7 @@ def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float
 def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: int) -> dict[str, Any]:
     # imported here: the estimators load scipy.stats, which a measurement without a population
     # or sampling fraction never needs
-    from .population import population_uniqueness
+    from .uniqueness import population_uniqueness
 
     return population_uniqueness(sizes, f, bootstrap=bootstrap, seed=seed).to_dict()
 
@@ -536,30 +367,3 @@ def _queries(original: pd.DataFrame, anonymized: pd.DataFrame, queries: Sequence
             ),
         }
     return out
-
-
-def _json_safe(value: Any) -> Any:
-    """Plain Python types only: numpy scalars to int/float, NaN/inf to None, tuples to lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_json_safe(v) for v in value.tolist()]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value)
