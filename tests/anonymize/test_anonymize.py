@@ -324,8 +324,6 @@ def _pseudonym_case(tmp_path: Path) -> Path:
 def test_cli_pseudonymizes_with_the_key_from_the_environment(tmp_path, monkeypatch, capsys):
     import base64
 
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_DEV_KEYSTORE"):
-        monkeypatch.delenv(var, raising=False)
     key = base64.b64encode(bytes(range(32))).decode()
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", key)
     spec = _pseudonym_case(tmp_path)
@@ -340,9 +338,6 @@ def test_cli_pseudonymizes_with_the_key_from_the_environment(tmp_path, monkeypat
 
 
 def test_cli_without_a_key_store_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_DEV_KEYSTORE",
-                "ANON_DAGSTER_MASTER_KEY"):
-        monkeypatch.delenv(var, raising=False)
     spec = _pseudonym_case(tmp_path)
     out = tmp_path / "anon.csv"
     assert main(["anonymize", str(spec), "--output", str(out)]) == 2

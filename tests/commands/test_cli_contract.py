@@ -30,16 +30,6 @@ from anon_dagster.spec import load_spec
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country",
              "workclass", "occupation"]
-KEY_VARS = ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE",
-            "ANON_DAGSTER_DEV_KEYSTORE")
-
-
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in KEY_VARS:
-        monkeypatch.delenv(var, raising=False)
-
-
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     captured = capsys.readouterr()
@@ -68,7 +58,7 @@ publication: {{path: out/{{release}}.parquet}}
 
 
 @pytest.mark.parametrize("max_suppression", [0.0, 0.05])
-def test_adult_global_recoding_levels_reproduce_the_output(tmp_path, adult_dir, capsys, no_keys,
+def test_adult_global_recoding_levels_reproduce_the_output(tmp_path, adult_dir, capsys,
                                                            max_suppression):
     spec_path = adult_spec(tmp_path, adult_dir, max_suppression=max_suppression)
     out = tmp_path / "adult_out.csv"
@@ -120,7 +110,7 @@ def test_adult_global_recoding_levels_reproduce_the_output(tmp_path, adult_dir, 
             assert lower.value_counts().min() < 5, q
 
 
-def test_adult_risk_json_keys_and_values(tmp_path, adult_dir, capsys, no_keys):
+def test_adult_risk_json_keys_and_values(tmp_path, adult_dir, capsys):
     code, stdout, err = cli(capsys, "risk", adult_dir / "adult.csv", "--qi", "sex,age,race",
                             "--sensitive", "salary-class", "--json")
     assert code == 0, err
@@ -189,7 +179,7 @@ QIS = ["interview_date", "age", "region", "zip"]
 
 
 @pytest.mark.parametrize("month", ["2025-01", "2025-02"])
-def test_monthly_csv_partition_with_missing_values(tmp_path, capsys, no_keys, month):
+def test_monthly_csv_partition_with_missing_values(tmp_path, capsys, month):
     spec = write_survey(tmp_path)
     out = tmp_path / "out" / f"{month}.parquet"
     code, _, err = cli(capsys, "anonymize", spec, "--partition", month, "--output", out, "--quiet")
@@ -216,7 +206,7 @@ def test_monthly_csv_partition_with_missing_values(tmp_path, capsys, no_keys, mo
     assert published["smoker"].isna().sum() > 0
 
 
-def test_risk_config_with_partition_counts_missing_values(tmp_path, capsys, no_keys):
+def test_risk_config_with_partition_counts_missing_values(tmp_path, capsys):
     spec = write_survey(tmp_path)
     code, stdout, err = cli(capsys, "risk", "--config", spec, "--partition", "2025-01", "--json")
     assert code == 0, err
@@ -228,7 +218,7 @@ def test_risk_config_with_partition_counts_missing_values(tmp_path, capsys, no_k
     assert out["k"] == sizes.min()
 
 
-def test_utility_query_on_a_target_with_missing_values(tmp_path, capsys, no_keys):
+def test_utility_query_on_a_target_with_missing_values(tmp_path, capsys):
     spec = write_survey(tmp_path, utility_query=True)
     out = tmp_path / "q.parquet"
     code, _, err = cli(capsys, "anonymize", spec, "--partition", "2025-01", "--output", out, "--quiet")
@@ -317,16 +307,7 @@ def write_design_release(tmp: Path, provinces=("28", "18", "41"), n_pop: int = 2
     return spec
 
 
-@pytest.fixture
-def master_key(monkeypatch):
-    for var in KEY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    key = bytes(range(100, 132))
-    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(key).decode())
-    return key
-
-
-def test_design_spec_verbatim_validates_and_resolves(tmp_path, capsys, no_keys):
+def test_design_spec_verbatim_validates_and_resolves(tmp_path, capsys):
     spec_path = write_design_release(tmp_path)
     code, stdout, err = cli(capsys, "validate", spec_path)
     assert code == 0, err
@@ -361,7 +342,7 @@ def test_design_spec_verbatim_anonymize_partition(tmp_path, capsys, master_key):
     assert not set(published["patient_id"]) & set(source["patient_id"])
     assert published["patient_id"].is_unique
     # no key material anywhere in what was written
-    key = master_key
+    key = base64.b64decode(master_key)
     for path in (out, out.with_name(out.name + ".transformations.json")):
         blob = path.read_bytes()
         for form in (key, key.hex().encode(), base64.b64encode(key)):
@@ -386,7 +367,7 @@ def test_design_spec_csv_codes_with_leading_zeros_survive(tmp_path, capsys, mast
     assert all(v == "*" * 5 or v[:2] in {"28", "08", "41"} for v in published["postal_code"].astype(str))
 
 
-def test_design_spec_pseudonymizing_needs_a_key_store(tmp_path, capsys, no_keys):
+def test_design_spec_pseudonymizing_needs_a_key_store(tmp_path, capsys):
     spec_path = write_design_release(tmp_path)
     out = tmp_path / "out" / "2024.parquet"
     code, stdout, err = cli(capsys, "anonymize", spec_path, "--partition", "2024", "--output", out)
@@ -396,7 +377,7 @@ def test_design_spec_pseudonymizing_needs_a_key_store(tmp_path, capsys, no_keys)
     assert not out.with_name(out.name + ".transformations.json").exists()
 
 
-def test_spec_without_pseudonymized_column_needs_no_key_store(tmp_path, capsys, no_keys, monkeypatch):
+def test_spec_without_pseudonymized_column_needs_no_key_store(tmp_path, capsys, monkeypatch):
     # a key store path that cannot exist: opening it would fail the run
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE", str(tmp_path / "missing" / "keys.store"))
     spec = write_survey(tmp_path)
@@ -448,7 +429,7 @@ BAD_SPECS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_SPECS))
-def test_bad_spec_or_data_is_one_line_exit_2_nothing_written(tmp_path, capsys, no_keys, name):
+def test_bad_spec_or_data_is_one_line_exit_2_nothing_written(tmp_path, capsys, name):
     body, data, words = BAD_SPECS[name]
     (tmp_path / "h_uncovered.csv").write_text("1;A;*\n2;B;*\n")
     (tmp_path / "h_nonmonotone.csv").write_text("1;A;X;*\n2;A;Y;*\n3;B;Y;*\n")
@@ -503,7 +484,7 @@ def test_risk_unreadable_or_empty_table(tmp_path, capsys, content, name, word):
     assert len(err.strip().splitlines()) == 1 and word in err
 
 
-def test_existing_output_is_not_overwritten_on_failure(tmp_path, capsys, no_keys):
+def test_existing_output_is_not_overwritten_on_failure(tmp_path, capsys):
     spec = small_spec(tmp_path, "keep", "columns:\n  a: {role: quasi}\n  b: {role: quasi}\n"
                       "  s: {role: sensitive}\nanonymization: {k: 10}\n")
     out = tmp_path / "previous.csv"
@@ -528,7 +509,7 @@ def test_the_installed_command_exits_2_without_traceback(tmp_path):
 # ----- regressions: a key given twice, numeric QIs with missing values under Mondrian -----------
 
 
-def test_a_column_declared_twice_is_refused(tmp_path, capsys, no_keys):
+def test_a_column_declared_twice_is_refused(tmp_path, capsys):
     spec = small_spec(tmp_path, "twice", "columns:\n  a: {role: quasi}\n  a: {role: sensitive}\n"
                       "  b: {role: quasi}\n  s: {role: sensitive}\n")
     code, _, err = cli(capsys, "validate", spec)

@@ -20,8 +20,6 @@ PASSPHRASE = "a passphrase nobody else knows 7f3a"
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
-    for var in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_DEV_KEYSTORE"):
-        monkeypatch.delenv(var, raising=False)
     path = tmp_path / "secure" / "keys.store"
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE", str(path))
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", PASSPHRASE)

@@ -85,9 +85,6 @@ def config(tmp_path, monkeypatch):
     cfg.mkdir()
     (cfg / "panel_survey.yaml").write_text(SURVEY)
     (cfg / "blocked_survey.yaml").write_text(BLOCKED)
-    for var in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE",
-                "ANON_DAGSTER_DEV_KEYSTORE"):
-        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ANON_DAGSTER_CONFIG", str(cfg))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "home" / "ledger.sqlite"))

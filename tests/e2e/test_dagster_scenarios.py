@@ -97,9 +97,6 @@ def config(tmp_path, monkeypatch):
     cfg.mkdir()
     (cfg / "visits.yaml").write_text(VISITS)
     (cfg / "labs.yaml").write_text(LABS)
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_DEV_KEYSTORE",
-                "ANON_DAGSTER_VAULT_KEY"):
-        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER)
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_STATE", str(tmp_path / "keystate"))
     monkeypatch.setenv("ANON_DAGSTER_CONFIG", str(cfg))

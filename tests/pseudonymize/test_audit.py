@@ -26,13 +26,6 @@ from anon_dagster.pseudonymize import (
 from anon_dagster.pseudonymize.audit import GENESIS
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_DEV_KEYSTORE",
-                "ANON_DAGSTER_AUDIT_LOG", "DAGSTER_HOME"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def master(monkeypatch, tmp_path) -> str:
     value = base64.b64encode(os.urandom(32)).decode()

@@ -33,14 +33,6 @@ FAST_N = 2**10  # tests only: the default (2**17) costs 0.3 s per unsealing
 PASS = "correct horse battery staple"
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE", "ANON_DAGSTER_MASTER_KEY",
-                "ANON_DAGSTER_DEV_KEYSTORE", "ANON_DAGSTER_KEYSTORE_STATE", "ANON_DAGSTER_AUDIT_LOG",
-                "DAGSTER_HOME"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def store_path(tmp_path) -> Path:
     return tmp_path / "vault" / "keystore.json"

@@ -37,8 +37,6 @@ def test_anonymize_refuses_a_keystore_inside_the_release_folders(tmp_path, monke
         "anonymization: {method: global, k: 1}\npublication: {path: opendata/{release}/{partition}.parquet}\n")
     store = tmp_path / inside / "keystore.json"
     init_keystore(store, PASSPHRASE, scrypt_n=2**10)
-    for var in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_DEV_KEYSTORE"):
-        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE", str(store))
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", PASSPHRASE)
     out = tmp_path / "out.parquet"

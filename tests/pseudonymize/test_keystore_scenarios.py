@@ -39,13 +39,6 @@ MASTER = bytes(range(7, 39))  # 32 bytes
 MASTER2 = bytes(range(100, 140))  # 40 bytes
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch):
-    for var in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_KEYSTORE_PASSPHRASE",
-                "ANON_DAGSTER_DEV_KEYSTORE", "ANON_DAGSTER_VAULT_KEY", "ANON_DAGSTER_KEYSTORE_STATE"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def fast_init(path):
     return init_keystore(path, PASSPHRASE, scrypt_n=2**10)
 

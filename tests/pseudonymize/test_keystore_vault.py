@@ -91,8 +91,6 @@ def vault(monkeypatch, tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    for var in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_DEV_KEYSTORE"):
-        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("VAULT_ADDR", f"http://127.0.0.1:{server.server_address[1]}")
     monkeypatch.setenv("VAULT_TOKEN", TOKEN)
     monkeypatch.setenv("ANON_DAGSTER_VAULT_KEY", "pseudo")

@@ -62,9 +62,6 @@ def test_the_detector_itself_finds_each_form():
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    for var in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_DEV_KEYSTORE", "ANON_DAGSTER_AUDIT_LOG",
-                "ANON_DAGSTER_KEYSTORE_STATE", "DAGSTER_HOME"):
-        monkeypatch.delenv(var, raising=False)
     store = tmp_path / "secure" / "keystore.json"
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE", str(store))
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", PASSPHRASE)

@@ -254,8 +254,6 @@ def test_pseudonymize_table_replaces_drops_and_passes_through(ks):
 
 
 def test_spec_without_pseudonymized_columns_never_opens_a_key_store(monkeypatch):
-    for var in ("ANON_DAGSTER_KEYSTORE", "ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_DEV_KEYSTORE"):
-        monkeypatch.delenv(var, raising=False)
     spec = spec_with({"name": {"role": "identifier"}, "age": {"role": "quasi"}})
     out, summary = pseudonymize(pd.DataFrame({"name": ["a"], "age": [1]}), spec)
     assert list(out.columns) == ["age"] and summary.backend is None
@@ -344,7 +342,6 @@ def test_cli_bridge_rekey_and_reseal_after_rotation(tmp_path, monkeypatch, capsy
     from anon_dagster.cli import main
 
     keys = [base64.b64encode(os.urandom(32)).decode() for _ in range(2)]
-    monkeypatch.delenv("ANON_DAGSTER_KEYSTORE", raising=False)
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_STATE", str(tmp_path / "state"))
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", f"1:{keys[0]}")
     ks1 = open_keystore()

@@ -203,7 +203,6 @@ def test_compose_cli_gates_ci(tmp_path, monkeypatch, capsys):
     from anon_dagster.pseudonymize import open_keystore
 
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(b"m" * 32).decode())
-    monkeypatch.delenv("ANON_DAGSTER_KEYSTORE", raising=False)
     key = open_keystore().derive_key("ledger-linkage")
     pop = _population()
     q1, q2 = ["age", "sex", "province"], ["age", "sex", "profession"]
@@ -249,7 +248,6 @@ def test_must_show_with_the_anonymizer(tmp_path, monkeypatch, capsys):
     from anon_dagster.spec import load_spec
 
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(b"n" * 32).decode())
-    monkeypatch.delenv("ANON_DAGSTER_KEYSTORE", raising=False)
     pop = _population(1500, seed=11)
     q1, q2 = ["age", "sex", "province"], ["age", "sex", "profession"]
     ledger = Ledger(tmp_path / "l.sqlite")
