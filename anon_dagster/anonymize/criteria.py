@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from ..criteria import declared_thresholds
 
 # Tolerance for floating-point thresholds (a class exactly at the threshold passes).
 EPS = 1e-9
@@ -52,21 +55,19 @@ class Policy:
 
     @classmethod
     def from_spec(cls, spec) -> Policy:
-        """The policy of a release spec (anonymization.k, max_suppression, thresholds)."""
-        t = spec.policy.thresholds
-        k = max(spec.anonymization.k, t.k or 1)
-        if t.prosecutor_max is not None:
-            k = max(k, math.ceil(1.0 / t.prosecutor_max - EPS))
-        needs_sensitive = any(
-            v is not None for v in (t.l_distinct, t.l_entropy, t.recursive_cl, t.t_closeness)
-        )
+        """The policy of a release spec: anonymization.k, max_suppression, and every declared
+        threshold the registry marks targetable (``Criterion.target`` gives the field it sets;
+        several criteria setting ``k``, like prosecutor_max's ceil(1 / p), take the largest)."""
+        fields: dict[str, Any] = {"k": spec.anonymization.k}
+        needs_sensitive = False
+        for criterion, threshold in declared_thresholds(spec.policy.thresholds):
+            if not criterion.targetable:
+                continue
+            name, value = criterion.target(threshold)
+            fields[name] = max(fields[name], value) if name == "k" else value
+            needs_sensitive |= criterion.needs_sensitive
         return cls(
-            k=int(k),
-            l_distinct=t.l_distinct,
-            l_entropy=t.l_entropy,
-            recursive_cl=(t.recursive_cl.c, t.recursive_cl.l) if t.recursive_cl else None,
-            t_closeness=t.t_closeness,
-            prosecutor_avg=t.prosecutor_avg,
+            **fields,
             max_suppression=spec.anonymization.max_suppression,
             sensitive=tuple(spec.sensitive) if needs_sensitive else (),
         )
