@@ -15,6 +15,7 @@ from anon_dagster.cli import main
 from anon_dagster.errors import DataError, HierarchyError, SpecError
 from anon_dagster.hierarchies import IntervalHierarchy, MaskHierarchy, TableHierarchy
 from anon_dagster.spec import spec_from_dict
+from tests.support.specs import release_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SPEC = REPO / "assets_config" / "hospital_discharges.yaml"
@@ -23,16 +24,9 @@ DEMO_SPEC = REPO / "assets_config" / "hospital_discharges.yaml"
 def make_spec(columns: dict, base: Path | None = None, **anonymization):
     thresholds = anonymization.pop("thresholds", {})
     queries = anonymization.pop("utility_queries", [])
-    raw = {
-        "release": "t",
-        "source": {"path": "data.csv"},
-        "columns": columns,
-        "anonymization": {"method": "global", "k": 2, **anonymization},
-        "policy": {"thresholds": thresholds},
-        "utility_queries": queries,
-        "publication": {"path": "out/{partition}.parquet"},
-    }
-    return spec_from_dict(raw, (base or REPO) / "spec.yaml")
+    return release_spec(columns, anonymization={"method": "global", "k": 2, **anonymization},
+                        thresholds=thresholds, utility_queries=queries, source="data.csv",
+                        publication="out/{partition}.parquet", base=base or REPO)
 
 
 # ----- demo data: partition keys keep the province query exact ----------------------------------
@@ -321,11 +315,8 @@ def _pseudonym_case(tmp_path: Path) -> Path:
     return spec_path
 
 
-def test_cli_pseudonymizes_with_the_key_from_the_environment(tmp_path, monkeypatch, capsys):
-    import base64
-
-    key = base64.b64encode(bytes(range(32))).decode()
-    monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", key)
+def test_cli_pseudonymizes_with_the_key_from_the_environment(tmp_path, master_key, capsys):
+    key = master_key
     spec = _pseudonym_case(tmp_path)
     out = tmp_path / "anon.csv"
     assert main(["anonymize", str(spec), "--output", str(out)]) == 0

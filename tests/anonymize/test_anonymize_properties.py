@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from anon_dagster.anonymize import NoSolution, anonymize
 from anon_dagster.spec import spec_from_dict
+from tests.support.specs import release_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,14 +55,8 @@ def cases(draw):
 
 
 def _spec(columns, method, k, max_sup, utility="loss"):
-    raw = {
-        "release": "prop",
-        "source": {"path": "x.csv"},
-        "columns": columns,
-        "anonymization": {"method": method, "k": k, "max_suppression": max_sup, "utility": utility},
-        "publication": {"path": "p.csv"},
-    }
-    return spec_from_dict(raw, REPO / "spec.yaml")
+    return release_spec(columns, release="prop", publication="p.csv", base=REPO,
+                        anonymization={"method": method, "k": k, "max_suppression": max_sup, "utility": utility})
 
 
 def _check(df, spec, result):

@@ -23,21 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anon_dagster.anonymize import NoSolution, anonymize
-from anon_dagster.spec import spec_from_dict
+from tests.support.specs import release_spec
 
 
 def make_spec(columns, anonymization, thresholds=None, queries=None):
-    raw = {
-        "release": "ext2",
-        "source": {"path": "x.csv"},
-        "columns": columns,
-        "anonymization": anonymization,
-        "policy": {"thresholds": thresholds or {}},
-        "publication": {"path": "out/{release}.parquet"},
-    }
-    if queries:
-        raw["utility_queries"] = queries
-    return spec_from_dict(raw)
+    return release_spec(columns, release="ext2", anonymization=anonymization, thresholds=thresholds or {},
+                        utility_queries=queries)
 
 
 MONDRIAN_COLUMNS = {

@@ -21,28 +21,21 @@ from hypothesis import strategies as st
 
 from anon_dagster.anonymize import NoSolution, anonymize, apply_levels
 from anon_dagster.spec import spec_from_dict
+from tests.support.specs import release_spec
 
 QIS = ["age", "sex", "code"]
 LEVELS = {"age": 3, "sex": 1, "code": 2}  # highest level of each QI (the `*` level)
 
 
 def make_spec(k, max_sup, utility, thresholds, queries=()):
-    raw = {
-        "release": "ext2",
-        "source": {"path": "x.csv"},
-        "columns": {
-            "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [2, 4]}},
-            "sex": {"role": "quasi"},  # no hierarchy: value, then *
-            "code": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [1]}},
-            "dx": {"role": "sensitive"},
-        },
-        "anonymization": {"method": "global", "k": k, "max_suppression": max_sup, "utility": utility},
-        "policy": {"thresholds": {"k": k, **thresholds}},
-        "publication": {"path": "out/{release}.parquet"},
+    columns = {
+        "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [2, 4]}},
+        "sex": {"role": "quasi"},  # no hierarchy: value, then *
+        "code": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [1]}},
+        "dx": {"role": "sensitive"},
     }
-    if queries:
-        raw["utility_queries"] = list(queries)
-    return spec_from_dict(raw)
+    return release_spec(columns, release="ext2", thresholds={"k": k, **thresholds}, utility_queries=list(queries),
+                        anonymization={"method": "global", "k": k, "max_suppression": max_sup, "utility": utility})
 
 
 def class_fails(dx: pd.Series, thresholds: dict, k: int, overall: pd.Series) -> bool:

@@ -24,24 +24,21 @@ from anon_dagster.anonymize.criteria import Policy
 from anon_dagster.anonymize.lattice import Lattice
 from anon_dagster.errors import SpecError, UserError
 from anon_dagster.hierarchies import TableHierarchy
-from anon_dagster.spec import spec_from_dict
+from tests.support.specs import release_spec
 
 QIS = ["age", "sex", "code"]
 TOP = {"age": 3, "sex": 1, "code": 2}
 
 
 def make_spec(k, max_sup, frontier):
-    return spec_from_dict({
-        "release": "frontier", "source": {"path": "x.csv"},
-        "columns": {
-            "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [2, 4]}},
-            "sex": {"role": "quasi"},
-            "code": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [1]}},
-        },
-        "anonymization": {"method": "global", "k": k, "max_suppression": max_sup, "utility": "loss",
-                          "frontier": frontier},
-        "policy": {"thresholds": {"k": k}}, "publication": {"path": "o.parquet"},
-    })
+    columns = {
+        "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [2, 4]}},
+        "sex": {"role": "quasi"},
+        "code": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [1]}},
+    }
+    return release_spec(columns, release="frontier", thresholds={"k": k}, publication="o.parquet",
+                        anonymization={"method": "global", "k": k, "max_suppression": max_sup, "utility": "loss",
+                                       "frontier": frontier})
 
 
 def brute_minimal(df, spec, k, max_sup) -> dict[tuple, int]:

@@ -7,19 +7,15 @@ import pytest
 
 from anon_dagster.cli import main
 from anon_dagster.pseudonymize.keystore import init_keystore
-from anon_dagster.spec import spec_from_dict
+from tests.support.specs import release_spec
 
 PASSPHRASE = "a passphrase for this test only"
 
 
 def make_spec(tmp_path):
-    return spec_from_dict({
-        "release": "r", "source": {"path": "in/data.csv"},
-        "columns": {"pid": {"role": "identifier", "pseudonymize": {"method": "hmac"}},
-                    "age": {"role": "quasi"}},
-        "anonymization": {"method": "global", "k": 1},
-        "publication": {"path": "opendata/{release}/{partition}.parquet"},
-    }, tmp_path / "spec.yaml")
+    return release_spec({"pid": {"role": "identifier", "pseudonymize": {"method": "hmac"}}, "age": {"role": "quasi"}},
+                        release="r", source="in/data.csv", anonymization={"method": "global", "k": 1},
+                        publication="opendata/{release}/{partition}.parquet", base=tmp_path)
 
 
 def test_data_folders_are_source_and_publication(tmp_path):

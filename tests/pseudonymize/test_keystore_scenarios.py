@@ -31,7 +31,8 @@ from anon_dagster.pseudonymize import (
     reidentify,
     verify_audit_log,
 )
-from anon_dagster.spec import NormalizeSpec, spec_from_dict
+from anon_dagster.spec import NormalizeSpec
+from tests.support.specs import release_spec
 
 PASSPHRASE = "ext2 passphrase 91c4 not used elsewhere"
 pytestmark = pytest.mark.filterwarnings("ignore:.*scrypt n=.*is weak")
@@ -103,12 +104,8 @@ def test_bad_master_key_is_refused_without_echo(monkeypatch, value):
 
 
 def spec_for(columns):
-    return spec_from_dict({
-        "release": "ext2keys", "source": {"path": "x.csv"},
-        "columns": {**columns, "age": {"role": "quasi"}},
-        "anonymization": {"method": "none", "k": 1},
-        "publication": {"path": "out/{release}.parquet"},
-    })
+    return release_spec({**columns, "age": {"role": "quasi"}}, release="ext2keys",
+                        anonymization={"method": "none", "k": 1})
 
 
 def test_rotation_keeps_old_data_reversible_and_reproducible(tmp_path):

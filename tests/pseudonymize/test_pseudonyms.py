@@ -31,7 +31,8 @@ from anon_dagster.pseudonymize import (
     rekey_token_vault,
 )
 from anon_dagster.pseudonymize.tokens import vault_path
-from anon_dagster.spec import ENUMERATION_WARNING, NormalizeSpec, spec_from_dict
+from anon_dagster.spec import ENUMERATION_WARNING, NormalizeSpec
+from tests.support.specs import release_spec
 
 RAW = NormalizeSpec(trim=False, case="keep", unicode="none")
 
@@ -47,12 +48,7 @@ def ks(tmp_path) -> KeyStore:
 
 
 def spec_with(columns: dict) -> object:
-    return spec_from_dict({
-        "release": "r",
-        "source": {"path": "raw.csv"},
-        "columns": columns,
-        "publication": {"path": "out.parquet"},
-    })
+    return release_spec(columns, release="r", source="raw.csv", publication="out.parquet")
 
 
 # ----- determinism and separation -------------------------------------------------------------
