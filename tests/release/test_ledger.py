@@ -172,7 +172,7 @@ _KILLED_CHILD = textwrap.dedent(
     """
     import sys, time
     import numpy as np, pandas as pd
-    from anon_dagster.release import ledger as L
+    from anon_dagster.release.ledger import publications as L
     from anon_dagster.release.composition import class_assignment
 
     def hook():
