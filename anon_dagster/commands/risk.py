@@ -151,16 +151,19 @@ def run(args: argparse.Namespace) -> int:
 
 def policy_verdicts(measured: dict[str, Any], spec: ReleaseSpec) -> list[dict[str, Any]]:
     """One verdict per declared threshold of the spec's policy, as the release gate judges it."""
+    from ..criteria import criterion_for_check
     from ..release.gate import threshold_outcomes
 
-    keys = list(spec.policy.thresholds.model_dump(exclude_none=True))
     verdicts = []
-    for key, outcome in zip(keys, threshold_outcomes(spec, measured), strict=True):
+    for outcome in threshold_outcomes(spec, measured):
+        criterion = criterion_for_check(outcome.name)  # threshold outcomes are named by the registry
         limit, comparison = outcome.threshold, outcome.comparison
-        if key == "recursive_cl":
-            limit, comparison = limit["l"], f">= l at c={limit['c']:g}"
-        verdicts.append({"threshold": key, "value": outcome.value, "comparison": comparison,
-                         "limit": limit, "passed": bool(outcome.passed)})
+        if criterion is not None and criterion.comparison == "holds":
+            # one number to print: the bound the figure is compared with, the rest in words
+            limit = criterion.bound(outcome.threshold)
+            comparison = f"{criterion.bound_comparison} {criterion.threshold_text(outcome.threshold, _fmt)}"
+        verdicts.append({"threshold": criterion.key if criterion else outcome.name, "value": outcome.value,
+                         "comparison": comparison, "limit": limit, "passed": bool(outcome.passed)})
     return verdicts
 
 

@@ -2,12 +2,10 @@
 
 Pure functions over DataFrames (no Dagster): the asset checks call them to report, and the
 publishing asset calls them again to re-verify the gate itself, independently of whatever the
-event log remembers. Each declared threshold of ``policy.thresholds`` gives one outcome:
-
-- lower bounds (the measure must be at least the threshold): ``k``, ``l_distinct``, ``l_entropy``;
-- upper bounds (at most the threshold): every risk (``prosecutor_*``, ``journalist_*``,
-  ``marketer``, ``uniques_fraction``, ``population_uniqueness``) and ``t_closeness``;
-- ``recursive_cl``: the measured recursive (c, l)-diversity must hold.
+event log remembers. Each declared threshold of ``policy.thresholds`` gives one outcome, judged
+as its entry of the criteria registry (:mod:`anon_dagster.criteria`) says: lower bounds (``k``,
+``l_distinct``, ``l_entropy``), upper bounds (every risk and ``t_closeness``), and
+``recursive_cl``, which must hold at the declared c.
 
 A measure the kernel cannot provide never passes silently: the outcome fails and says why.
 """
@@ -27,28 +25,13 @@ import pandas as pd
 
 from ..anonymize.population import generalize_population, matched_qis
 from ..anonymize.record import table_hash
+from ..criteria import declared_thresholds
 from ..errors import DataError
 from ..io import read_table
 from ..pseudonymize import pseudonym_pattern
 from ..risk import EquivalenceClasses, RiskMeasures, measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
 from .report import format_value as _fmt
-
-# threshold key -> (check name, comparison, human label)
-THRESHOLD_CHECKS: dict[str, tuple[str, str, str]] = {
-    "k": ("k_anonymity", ">=", "smallest equivalence class (k)"),
-    "l_distinct": ("l_diversity_distinct", ">=", "distinct l-diversity"),
-    "l_entropy": ("l_diversity_entropy", ">=", "entropy l-diversity"),
-    "recursive_cl": ("l_diversity_recursive_cl", "holds", "recursive (c,l)-diversity"),
-    "t_closeness": ("t_closeness", "<=", "t-closeness (largest distance to the table)"),
-    "prosecutor_max": ("prosecutor_risk_max", "<=", "highest prosecutor risk"),
-    "prosecutor_avg": ("prosecutor_risk_avg", "<=", "average prosecutor risk"),
-    "journalist_max": ("journalist_risk_max", "<=", "highest journalist risk"),
-    "journalist_avg": ("journalist_risk_avg", "<=", "average journalist risk"),
-    "marketer": ("marketer_risk", "<=", "marketer risk"),
-    "uniques_fraction": ("uniques_fraction", "<=", "share of rows unique in the release"),
-    "population_uniqueness": ("population_uniqueness", "<=", "estimated population uniqueness"),
-}
 
 # Columns the pipeline carries next to the data but never publishes.
 LINKAGE_COLUMN = "__anon_linkage"
@@ -204,40 +187,17 @@ def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.Da
     )
 
 
-def _compare(value: float | None, comparison: str, threshold: float) -> bool:
-    """``value`` compared with ``threshold``; an unmeasured (None or NaN) value never passes."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return False
-    return value >= threshold if comparison == ">=" else value <= threshold
-
-
 def threshold_outcomes(spec: ReleaseSpec, measures: Mapping[str, Any]) -> list[Outcome]:
-    """One outcome per threshold declared in ``spec.policy.thresholds``."""
-    declared = spec.policy.thresholds.model_dump(exclude_none=True)
+    """One outcome per threshold declared in ``spec.policy.thresholds``, in registry order.
+
+    Each criterion of :data:`~anon_dagster.criteria.REGISTRY` reads its figure from
+    ``measures`` (``RiskMeasures.to_dict()``), compares it and says so in one sentence.
+    """
     outcomes = []
-    for key, threshold in declared.items():
-        name, comparison, label = THRESHOLD_CHECKS[key]
-        if key == "recursive_cl":
-            # the smallest l for which every class is recursive (c, l)-diverse at the declared c
-            value = measures.get("l_recursive")
-            passed = value is not None and value >= threshold["l"]
-            threshold_text = f"l={threshold['l']} at c={threshold['c']}"
-        else:
-            value = measures.get(key)
-            if isinstance(value, Mapping):  # several estimators: judge the most pessimistic one
-                value = value.get("max")
-            passed = _compare(value, comparison, threshold)
-            threshold_text = _fmt(threshold)
-        if value is None:
-            summary = f"{label}: not measured (the risk kernel gave no '{key}'), so it cannot pass"
-        elif measures.get("rows", 0) == 0:
-            passed = False
-            summary = f"{label}: the release has no rows (everything suppressed?)"
-        else:
-            verdict = "meets" if passed else "violates"
-            summary = f"{label} = {_fmt(value)} {verdict} the threshold {comparison} {threshold_text}"
-        outcomes.append(Outcome(name=name, passed=passed, value=value, threshold=threshold,
-                                comparison=comparison, summary=summary))
+    for criterion, threshold in declared_thresholds(spec.policy.thresholds):
+        judged = criterion.judge(measures, threshold, _fmt)
+        outcomes.append(Outcome(name=criterion.check_name, passed=judged.passed, value=judged.value,
+                                threshold=threshold, comparison=criterion.comparison, summary=judged.summary))
     return outcomes
 
 
@@ -424,7 +384,7 @@ def as_float(value: Any) -> float | None:
 
 
 __all__ = [
-    "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "THRESHOLD_CHECKS", "Outcome", "as_float",
+    "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "Outcome", "as_float",
     "class_size_histogram", "class_sizes", "contract_problems", "gate_outcomes",
     "load_population", "load_record", "measure", "population_in_classes", "publishable_view", "published_classes", "raw_identifier_values",
     "summary_markdown", "threshold_outcomes", "utility_outcomes", "worst_classes",
