@@ -49,7 +49,9 @@ def _measured(value: Any) -> MetadataValue:
 def check_metadata(result: CheckResult, evaluation: Evaluation) -> dict[str, Any]:
     """Value, threshold, summary and the evidence of one check result."""
     meta: dict[str, Any] = {"summary": MetadataValue.md(result.summary), "measured": _measured(result.measured),
-                            "spec_key": MetadataValue.text(result.spec_key)}
+                            "spec_key": MetadataValue.text(result.spec_key),
+                            # the contract form, as `anon-dagster check --json` prints it
+                            "check": MetadataValue.json(result.to_json())}
     thr = result.threshold
     meta["threshold"] = MetadataValue.text(
         "none" if thr is None else f"{result.comparison} {json.dumps(thr) if isinstance(thr, dict) else thr}")

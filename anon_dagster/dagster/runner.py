@@ -28,6 +28,8 @@ class PartitionOutcome:
     failed_checks: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     failed_steps: list[str] = field(default_factory=list)
+    # every check evaluation in its contract form (as `anon-dagster check --json`), by check name
+    checks: dict[str, dict] = field(default_factory=dict)
     published: Path | None = None
     report: Path | None = None
 
@@ -59,6 +61,9 @@ def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterI
         for event in result.all_events:
             if event.event_type_value == "ASSET_CHECK_EVALUATION":
                 evaluation = event.event_specific_data
+                contract = evaluation.metadata.get("check")
+                if contract is not None:
+                    out.checks[evaluation.check_name] = contract.value
                 if not evaluation.passed:
                     out.failed_checks.append(evaluation.check_name)
                     if evaluation.description:

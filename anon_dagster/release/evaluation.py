@@ -111,6 +111,20 @@ class Evaluation:
                            "checks": [c.to_json() for c in self.checks]}, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
+    def render_text(self) -> str:
+        """A verdict line, then one line per check (what ``anon-dagster check`` prints)."""
+        where = f"{self.release} {self.partition}" if self.partition else self.release
+        blocking = [c for c in self.checks if c.blocks]
+        head = (f"{where}: PASSED, every blocking check holds ({len(self.checks)} checks)" if not blocking else
+                f"{where}: REFUSED by {', '.join(c.name for c in blocking)} ({len(blocking)} of {len(self.checks)} checks)")
+        lines = [f"{head}; evaluation {self.id}"]
+        width = max((len(c.name) for c in self.checks), default=0)
+        for c in self.checks:
+            state = "pass" if c.passed else ("FAIL" if c.severity == "error" else "warn")
+            summary = c.summary.replace("\n", "\n" + " " * (width + 10))
+            lines.append(f"  {state:<4}  {c.name:<{width}}  {summary}  [{c.spec_key}]")
+        return "\n".join(lines)
+
     def to_json(self) -> dict[str, Any]:
         """The contract form printed by ``anon-dagster check --json``."""
         return {"release": self.release, "partition": self.partition, "verdict": self.verdict,

@@ -249,6 +249,28 @@ def evaluate(
     )
 
 
+@dataclass
+class GateRun:
+    """A release partition taken through the whole gate: every step's output and the evaluation."""
+
+    ingested: Ingested
+    pseudonymized: Pseudonymized
+    anonymized: Anonymized
+    evaluation: Evaluation
+
+
+def run_gate(spec: ReleaseSpec, *, partition: str | None = None, input_path: str | None = None,
+             keystore: Any | None = None, ledger: Ledger | None = None, only: set[str] | None = None) -> GateRun:
+    """Ingest, pseudonymize, anonymize and evaluate one partition, as the Dagster assets and
+    checks do in turn (``anon-dagster check``): the same functions, so the same outcomes."""
+    ingested = ingest(spec, partition, input_path)
+    pseudo = pseudonymize(spec, ingested.data, keystore)
+    anon = anonymize(spec, pseudo.data)
+    evaluation = evaluate(spec, anon.data, record=anon.record, original=pseudo.data, raw=ingested.data,
+                          ledger=ledger, partition=partition, only=only)
+    return GateRun(ingested, pseudo, anon, evaluation)
+
+
 def _result(outcome: gate.Outcome, declared: list[DeclaredCheck]) -> CheckResult:
     spec_key = next((d.spec_key for d in declared if d.name == outcome.name), "")
     return CheckResult(outcome.name, spec_key, bool(outcome.passed), outcome.severity, outcome.value,
@@ -324,7 +346,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 __all__ = [
-    "LINKAGE_PURPOSE", "Anonymized", "DeclaredCheck", "Ingested", "Pseudonymized", "anonymize", "check_keystore",
+    "LINKAGE_PURPOSE", "Anonymized", "DeclaredCheck", "GateRun", "Ingested", "Pseudonymized", "anonymize", "check_keystore",
     "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest", "needs_keystore",
-    "pseudonymize",
+    "pseudonymize", "run_gate",
 ]

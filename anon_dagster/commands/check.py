@@ -1,0 +1,43 @@
+"""``anon-dagster check SPEC [--partition P] [--input DATA] [--json]``: the whole gate outside Dagster.
+
+Takes the partition through the release pipeline (ingest, pseudonymize, anonymize, evaluate:
+every declared threshold, utility query, the composition with the ledger's earlier
+publications and the data contract), exactly as the Dagster assets and checks do, and prints
+the outcome of every check. Nothing is published and nothing is written.
+
+Exit status: 0 when every blocking check passes, 1 when the release would be refused, 2 on
+bad input (one line, no traceback). ``--json`` prints ``{"release", "partition", "verdict":
+"pass"|"fail", "checks": [{"name", "spec_key", "passed", "severity", "measured",
+"threshold"}], "evaluation"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..release.ledger import Ledger
+from ..release.pipeline import needs_keystore, run_gate
+from ..spec import load_spec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="run the whole release gate on a partition (what Dagster's checks decide)",
+                       description="Run every check of a release spec on a partition; publish nothing.")
+    p.add_argument("spec", help="release spec (YAML)")
+    p.add_argument("--partition", help="partition key (e.g. 2024 for a yearly release)")
+    p.add_argument("--input", help="data to check (default: the spec's source)")
+    p.add_argument("--ledger", help="ledger file (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
+    p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..pseudonymize import open_keystore
+
+    spec = load_spec(args.spec)
+    keystore = open_keystore() if needs_keystore(spec) else None
+    evaluation = run_gate(spec, partition=args.partition, input_path=args.input, keystore=keystore,
+                          ledger=Ledger(args.ledger)).evaluation
+    print(json.dumps(evaluation.to_json(), indent=2, ensure_ascii=False) if args.json else evaluation.render_text())
+    return 0 if evaluation.passed else 1
