@@ -17,12 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-
 from ..errors import UserError
 from ..io import plain_json, table_format, write_bytes_atomic, write_table_atomic
-from ..partitions import read_release_data
-from ..spec import ReleaseSpec, check_data, load_spec
+from ..release.gate import publishable_view
+from ..spec import load_spec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,11 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", help="only the rows of this partition (e.g. 2024, 2024-03)")
     p.add_argument("--quiet", action="store_true", help="no summary, no progress")
     p.set_defaults(handler=run)
-
-
-def load_input(spec: ReleaseSpec, input_path: str | None, partition: str | None) -> tuple[pd.DataFrame, str]:
-    """The table to anonymize (the partition's rows) and where it came from."""
-    return read_release_data(spec, partition, input_path)
 
 
 class _Progress:
@@ -69,33 +62,29 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..anonymize import anonymize
+    from ..pseudonymize import open_keystore
+    from ..release import pipeline
 
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     out = Path(args.output)
     table_format(out)  # fail early on an unknown suffix
-    df, source = load_input(spec, args.input, args.partition)
-    if out.resolve() == Path(source).resolve():
+    ingested = pipeline.ingest(spec, args.partition, args.input)
+    if out.resolve() == Path(ingested.source).resolve():
         raise UserError(f"{out}: the output would overwrite the input")
-    check_data(spec, df, source=source)
-    if spec.identifiers:
-        from ..pseudonymize import open_keystore, pseudonymize
-        from ..pseudonymize.keystore import check_apart_from
-
-        keystore = open_keystore() if spec.pseudonymized else None
-        if keystore is not None:
-            check_apart_from(keystore, spec.data_folders(), f"release {spec.release!r}")
-        df, _summary = pseudonymize(df, spec, keystore)
+    keystore = open_keystore() if spec.pseudonymized else None
+    # no linkage column: this output is not composed with the ledger
+    pseudo = pipeline.pseudonymize(spec, ingested.data, keystore, linkage=False)
     progress = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
-        result = anonymize(df, spec, progress=progress)
+        result = pipeline.anonymize(spec, pseudo.data, progress=progress, relax=False)
     finally:
         progress.close()
+    df = ingested.data
     record = dict(result.record)
     record["source"] = {"rows": len(df), "partition": args.partition}
     record_path = out.with_name(out.name + ".transformations.json")
-    write_table_atomic(result.data, out)
+    write_table_atomic(publishable_view(result.data), out)
     write_bytes_atomic((json.dumps(plain_json(record), indent=2, sort_keys=False) + "\n").encode(),
                        record_path)
     if not args.quiet:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 
+import pandas as pd
+
 from ..errors import DataError
 from ..io import read_table
-from ..partitions import read_release_data
-from ..release.dp import budget_population, epsilon_spend
+from ..release import gate, pipeline
 from ..release.ledger import Ledger
-from ..release.publish import compose, spec_assignment
 from ..spec import load_spec
 
 
@@ -36,53 +36,41 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def _linkage_key() -> bytes:
+def run(args: argparse.Namespace) -> int:
     from ..pseudonymize import open_keystore
 
-    return open_keystore().derive_key("ledger-linkage")
-
-
-def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     ledger = Ledger(args.ledger)
     partition = args.partition or ""
     if spec.publication.mode == "aggregates":
-        eps, total, method, delta = epsilon_spend(spec)
-        state = ledger.budget(budget_population(spec), epsilon=eps, total=total, composition=method, delta=delta)
-        if args.json:
-            print(json.dumps(state.to_dict(), sort_keys=True))
-        else:
-            print(
-                f"{spec.release}/{partition or '-'}: population {state.population!r} has spent "
-                f"epsilon {state.composed_before:.4g} of {total:g} ({method} composition); this release "
-                f"({eps:g}) would bring it to {state.composed_after:.4g}: "
-                + ("PASSED" if state.allowed else "FAILED (budget exceeded)")
-            )
-        return 0 if state.allowed else 1
+        evaluation = pipeline.evaluate(spec, pd.DataFrame(), record=None, original=None, raw=None, ledger=ledger,
+                                       partition=partition, only={"epsilon_budget"})
+        return _print(evaluation.check("epsilon_budget"), args.json, f"{spec.release}/{partition or '-'}: ")
     if spec.composition is None:
         print(f"{spec.release}: no composition declared: nothing to check")
         return 0
-    person = spec.composition.person
-    if args.anonymized and args.input:
-        df, path = read_table(args.input), args.input  # already the partition, as it would be published
-    else:
-        df, path = read_release_data(spec, partition or None, args.input)
-    if person not in df.columns:
-        raise DataError(f"{path}: no column {person!r} (composition.person)")
+    keystore = open_keystore()
     if args.anonymized:
-        published = df
-        persons = published[person]
+        df, path = (read_table(args.input), args.input) if args.input else (pipeline.ingest(spec, args.partition).data,
+                                                                            "the spec's source")
+        person = spec.composition.person
+        if person not in df.columns:
+            raise DataError(f"{path}: no column {person!r} (composition.person)")
+        # the table as it would be published, its person column turned into linkage pseudonyms
+        linked = df.drop(columns=[person]).assign(**{gate.LINKAGE_COLUMN: pipeline.linkage_column(spec, df, keystore)})
+        evaluation = pipeline.evaluate(spec, linked, record=None, original=None, raw=None, ledger=ledger,
+                                       partition=partition, only={"composition"})
     else:
-        from ..anonymize import anonymize
+        evaluation = pipeline.run_gate(spec, partition=args.partition, input_path=args.input, keystore=keystore,
+                                       ledger=ledger, only={"composition"}).evaluation
+    return _print(evaluation.check("composition"), args.json)
 
-        raw = df
-        result = anonymize(raw, spec)
-        published = result.data
-        persons = raw.loc[published.index, person]
-    assignment = spec_assignment(spec, published, persons.reset_index(drop=True), linkage_key=_linkage_key())
-    result = compose(spec, assignment, ledger, partition=partition)
-    if args.json:
-        print(json.dumps(result.to_dict(), sort_keys=True))
+
+def _print(result, as_json: bool, prefix: str = "") -> int:
+    """The check's details as JSON, or its summary; exit 0 when it passed, 1 when it failed."""
+    if as_json:
+        print(json.dumps(result.details.get("composition") or {"passed": False, "error": result.summary},
+                         sort_keys=True))
     else:
-        print(result.text)
+        print(prefix + result.summary)
     return 0 if result.passed else 1

@@ -105,10 +105,15 @@ def pseudonymize(spec: ReleaseSpec, raw: pd.DataFrame, keystore: Any | None, *,
     else:
         out, info = raw.drop(columns=[c for c in spec.identifiers if c in raw.columns]), {}
     if wants_linkage:
-        key = keystore.derive_key(LINKAGE_PURPOSE)
         out = out.copy()
-        out[gate.LINKAGE_COLUMN] = linkage_pseudonyms(raw[spec.composition.person].reset_index(drop=True), key)
+        out[gate.LINKAGE_COLUMN] = linkage_column(spec, raw, keystore)
     return Pseudonymized(out, plain_json(info))
+
+
+def linkage_column(spec: ReleaseSpec, table: pd.DataFrame, keystore: Any) -> Any:
+    """Each row's linkage pseudonym of ``composition.person`` (the ``ledger-linkage`` subkey)."""
+    key = keystore.derive_key(LINKAGE_PURPOSE)
+    return linkage_pseudonyms(table[spec.composition.person].reset_index(drop=True), key)
 
 
 # ----- anonymize -------------------------------------------------------------------------------
@@ -128,8 +133,12 @@ class Anonymized:
     unreachable: str | None = None
 
 
-def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None) -> Anonymized:
+def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None, *,
+              relax: bool = True) -> Anonymized:
     """The spec's anonymization; when its policy is unreachable, the closest evidence instead.
+
+    With ``relax=False`` an unreachable policy raises the anonymizer's ``NoSolution`` (a
+    UserError naming the closest node and the criterion it misses) instead.
 
     The anonymizer refuses a policy no transformation reaches (``NoSolution``). A refusal
     here would leave the partition without check results, so a reviewer would see a crashed
@@ -147,6 +156,8 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     except SpecError:
         raise
     except UserError as exc:
+        if not relax:
+            raise
         reason = f"the declared policy is unreachable: {exc}"
     thresholds = spec.policy.thresholds.model_copy(update={
         "l_distinct": None, "l_entropy": None, "recursive_cl": None, "t_closeness": None,
@@ -322,7 +333,8 @@ def _budget(spec: ReleaseSpec, ledger: Ledger | None) -> gate.Outcome:
     except Exception as exc:
         return gate.Outcome("epsilon_budget", False, summary=f"could not be checked: {describe_error(exc)}")
     summary = (f"population {state.population!r}: epsilon {eps:g} brings the budget from "
-               f"{state.composed_before:.4g} to {state.composed_after:.4g} of {total:g} ({method} composition)")
+               f"{state.composed_before:.4g} to {state.composed_after:.4g} of {total:g} ({method} composition)"
+               + ("" if state.allowed else ": budget exceeded"))
     return gate.Outcome("epsilon_budget", bool(state.allowed), value=float(state.composed_after),
                         threshold=float(total), comparison="<=", summary=summary,
                         details={"composition": plain_json(state.to_dict())})
@@ -347,6 +359,6 @@ def describe_error(exc: BaseException) -> str:
 
 __all__ = [
     "LINKAGE_PURPOSE", "Anonymized", "DeclaredCheck", "GateRun", "Ingested", "Pseudonymized", "anonymize", "check_keystore",
-    "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest", "needs_keystore",
+    "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest", "linkage_column", "needs_keystore",
     "pseudonymize", "run_gate",
 ]
