@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anon_dagster.cli import main
+from anon_dagster.criteria import REGISTRY
 from anon_dagster.demo.generate import generate_frames
 from anon_dagster.release.ledger import Ledger, dataset_hash
 from anon_dagster.release.publish import compose, record_evaluation, spec_assignment
@@ -116,8 +117,8 @@ def test_demo_report_has_four_sections_and_rebuilds_byte_identically(demo, tmp_p
         assert verdict["review_date"] == "2025-07-31"  # 2025-02-01 + 180 days, by hand
     assert verdict["review_date"] == (date(2025, 2, 1) + timedelta(days=spec.policy.review_after_days)).isoformat()
     names = {c["name"] for c in verdict["checks"]}
-    assert set(declared) - {"l_entropy", "t_closeness", "journalist_avg", "journalist_max", "marketer",
-                            "recursive_cl", "population_uniqueness"} | {"composition"} <= names
+    # every declared threshold is checked, under its gate check name
+    assert {REGISTRY[k].check_name for k in declared} | {"composition"} <= names
     expected_ok = all(c["passed"] for c in verdict["checks"])
     assert verdict["publishable"] is expected_ok
     assert ledger.get(outcome.publication_id).status == ("published" if expected_ok else "failed")
@@ -151,7 +152,7 @@ def test_failed_release_gets_a_report_and_does_not_count(demo, tmp_path):
     outcome, report = record_evaluation(ledger, spec, inputs, assignment=assignment)
     assert report["verdict"]["verdict"] == "not publishable"
     # every declared threshold fails: k=1 and risk 1 break any of them, the rest are unmeasured
-    declared = {k for k, v in spec.policy.thresholds.model_dump().items() if v is not None and k != "recursive_cl"}
+    declared = {REGISTRY[k].check_name for k, v in spec.policy.thresholds.model_dump().items() if v is not None}
     assert declared and declared <= set(report["verdict"]["failed_checks"])
     entry = ledger.get(outcome.publication_id)
     assert entry.status == "failed"
@@ -171,10 +172,35 @@ def test_report_cli_errors_are_user_errors(tmp_path, capsys):
 def test_threshold_checks_by_hand():
     checks = {c["name"]: c for c in threshold_checks(
         {"k": 5, "prosecutor_max": 0.2, "l_entropy": 2.0, "t_closeness": None},
-        {"k": 5, "prosecutor_max": 0.25})}
-    assert checks["k"]["passed"] and not checks["prosecutor_max"]["passed"]
-    assert not checks["l_entropy"]["passed"] and "not measured" in checks["l_entropy"]["summary"]
-    assert "t_closeness" not in checks
+        {"rows": 20, "k": 5, "prosecutor_max": 0.25})}
+    assert set(checks) == {"k_anonymity", "prosecutor_risk_max", "l_diversity_entropy"}
+    assert checks["k_anonymity"]["passed"] and not checks["prosecutor_risk_max"]["passed"]
+    assert not checks["l_diversity_entropy"]["passed"] and "not measured" in checks["l_diversity_entropy"]["summary"]
+    assert checks["prosecutor_risk_max"]["summary"] == "highest prosecutor risk = 0.25 violates the threshold <= 0.2"
+
+
+def test_fallback_verdict_judges_recursive_cl():
+    """recursive (c, l): l_recursive 2 measured at the declared c = 3 meets l = 2, misses l = 3."""
+    measures = {"rows": 12, "l_recursive": 2, "recursive_c": 3.0}
+    [met] = threshold_checks({"recursive_cl": {"c": 3, "l": 2}}, measures)
+    [missed] = threshold_checks({"recursive_cl": {"c": 3, "l": 3}}, measures)
+    assert (met["name"], met["passed"], met["value"], met["comparison"]) == ("l_diversity_recursive_cl", True, 2, "holds")
+    assert not missed["passed"]
+    spec = load_spec(DEMO_SPEC)
+    spec = spec.model_copy(update={"policy": spec.policy.model_copy(update={
+        "thresholds": spec.policy.thresholds.model_copy(update={"recursive_cl": {"c": 3, "l": 3}})})})
+    report = build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={**measures, "k": 5},
+                                        evaluated_at=WHEN))
+    assert "l_diversity_recursive_cl" in report["verdict"]["failed_checks"]
+
+
+def test_fallback_verdict_judges_population_uniqueness_on_its_most_pessimistic_estimator():
+    """Estimators between 0.01 and 0.04: the threshold 0.03 fails on the largest, 0.05 passes."""
+    pu = {"min": 0.01, "max": 0.04, "estimates": {"pitman": {"fraction": 0.01}, "zayatz": {"fraction": 0.04}}}
+    [fails] = threshold_checks({"population_uniqueness": 0.03}, {"rows": 100, "population_uniqueness": pu})
+    [passes] = threshold_checks({"population_uniqueness": 0.05}, {"rows": 100, "population_uniqueness": pu})
+    assert (fails["name"], fails["passed"], fails["value"]) == ("population_uniqueness", False, 0.04)
+    assert passes["passed"]
 
 
 def test_distributions_by_hand():

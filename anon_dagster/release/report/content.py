@@ -1,0 +1,231 @@
+"""The report itself: a pure function of its inputs, in four sections (identification,
+hypotheses, measures, verdict), and the risk-utility frontier of a global-recoding search."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .inputs import risk_distribution
+from .values import canonical, format_value
+
+VERDICT_OK = "publishable"
+VERDICT_FAILED = "not publishable"
+
+
+def _hierarchy_text(col: Mapping[str, Any]) -> str:
+    h = col.get("hierarchy")
+    if col.get("partition_key"):
+        return "partition key: published exactly, never generalized"
+    if not h:
+        return "value or * (suppressed)"
+    if h["type"] == "interval":
+        return "intervals of widths " + ", ".join(f"{w:g}" for w in h["widths"]) + ", then *"
+    if h["type"] == "mask":
+        return "keep first " + ", ".join(str(k) for k in h["keep"]) + " characters, then *"
+    if h["type"] == "date":
+        return "dates to " + ", ".join(h["levels"]) + ", then *"
+    return f"table hierarchy {Path(h['path']).name}"
+
+
+def _hypotheses(spec: Mapping[str, Any]) -> dict[str, Any]:
+    cols: Mapping[str, Mapping[str, Any]] = spec["columns"]
+    policy, pub = spec["policy"], spec["publication"]
+    qis = {n: _hierarchy_text(c) for n, c in cols.items() if c["role"] == "quasi"}
+    sensitive = [n for n, c in cols.items() if c["role"] == "sensitive"]
+    insensitive = [n for n, c in cols.items() if c["role"] == "insensitive"]
+    pseudonymized = [n for n, c in cols.items() if c["role"] == "identifier" and c.get("pseudonymize")]
+    dropped = [n for n, c in cols.items() if c["role"] == "identifier" and not c.get("pseudonymize")]
+    declared_f = policy.get("sampling_fraction")
+    population = policy.get("population")
+    blind = [
+        "Only the declared quasi-identifiers are modelled: an attribute an adversary can know "
+        "but which is declared insensitive or sensitive is not"
+        + (f" (insensitive here: {', '.join(insensitive)})." if insensitive else "."),
+        "External knowledge beyond the quasi-identifiers (e.g. that a person was admitted, "
+        "rare combinations of sensitive values, free text) is not modelled.",
+        "Releases made later, and releases of this population not recorded in the ledger, are "
+        "not composed with this one: the composition check only sees earlier ledger entries.",
+        "Journalist and marketer risks assume the published rows are a random sample of the "
+        "declared population; they are not honest otherwise.",
+    ]
+    if pseudonymized:
+        blind.append(
+            "Pseudonymized identifiers (" + ", ".join(pseudonymized) + ") are still personal data: "
+            "a stable pseudonym links a person's rows within and across releases."
+        )
+    if population is None and declared_f is None:
+        blind.append("No population and no sampling fraction were declared: the sampling fraction is assumed to be 1.")
+    return {
+        "published": {
+            "mode": pub.get("mode", "rows"),
+            "target": pub.get("path"),
+            "columns": [n for n, c in cols.items() if c["role"] != "identifier" or c.get("pseudonymize")],
+            "pseudonymized_identifiers": pseudonymized,
+            "dropped_identifiers": dropped,
+            "anonymization": spec.get("anonymization"),
+        },
+        "quasi_identifiers": qis,
+        "sensitive_attributes": sensitive,
+        "population": {
+            "source": population.get("path") if population else None,
+            "sampling_fraction": declared_f if declared_f is not None else 1.0,
+            "sampling_fraction_declared": declared_f is not None,
+        },
+        "adversary": policy["adversary"],
+        "thresholds": {k: v for k, v in policy["thresholds"].items() if v is not None},
+        "severity": policy["severity"],
+        "utility_queries": spec.get("utility_queries", []),
+        "composition": spec.get("composition"),
+        "what_the_method_cannot_see": blind,
+    }
+
+
+FRONTIER_ROWS_SHOWN = 40
+
+
+def risk_utility_frontier(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The risk-utility frontier of a global-recoding search, from its transformation record.
+
+    Definition: the frontier is the set of *minimal* lattice nodes satisfying the monotone part
+    of the policy (no node one level lower on a single QI does), each with its loss under the
+    spec's utility, the rows it would suppress and their share of the input rows, and whether it
+    meets the whole policy. ``complete`` says whether every minimal node is listed or only those
+    the search settled (``anonymization.frontier: partial``). The chosen node is marked; when it
+    is not minimal (with suppression a generalization can lose less by suppressing less) it is
+    appended with ``minimal: false`` so it can be compared with the frontier.
+
+    Returns None without a record; for a method without a lattice (Mondrian, microaggregation,
+    none) a dict with ``available: false`` and a one-line ``note``.
+    """
+    if not record:
+        return None
+    method = record.get("method")
+    search = record.get("search")
+    if method != "global" or not isinstance(search, Mapping):
+        what = {"mondrian": "Mondrian partitions the table recursively",
+                "microaggregation": "microaggregation groups records",
+                "none": "nothing was generalized"}.get(str(method), f"method {method!r} has no lattice")
+        return {"available": False, "method": method,
+                "note": f"No risk-utility frontier: {what}; there is no generalization lattice to trace one on."}
+    gen = list(record.get("quasi_identifiers") or [])
+    rows_in = int(record.get("rows_in") or 0)
+    chosen = {c: v for c, v in (record.get("levels") or {}).items() if c in gen}
+
+    def node(entry: Mapping[str, Any], minimal: bool) -> dict[str, Any]:
+        levels = {c: v for c, v in (entry.get("levels") or {}).items() if c in gen}
+        sup = int(entry.get("suppressed_rows") or 0)
+        return {"levels": levels, "loss": entry.get("loss"), "suppressed_rows": sup,
+                "suppression_share": sup / rows_in if rows_in else 0.0,
+                "classes": entry.get("classes"), "satisfied": bool(entry.get("satisfied")),
+                "missing": list(entry.get("missing") or []), "minimal": minimal,
+                "chosen": bool(chosen) and levels == chosen}
+
+    nodes = [node(e, True) for e in search.get("frontier") or []]
+    best = search.get("best")
+    if chosen and isinstance(best, Mapping) and not any(n["chosen"] for n in nodes):
+        nodes.append(node(best, False))
+    return {
+        "available": True, "method": method, "metric": search.get("metric"),
+        "quasi_identifiers": gen, "complete": bool(search.get("frontier_complete", False)),
+        "nodes_checked": search.get("nodes_checked"), "lattice_size": search.get("lattice_size"),
+        "chosen": chosen or None, "nodes": nodes,
+    }
+
+
+def _frontier_note(fr: Mapping[str, Any]) -> str:
+    """One line: how many minimal nodes, whether that is all of them, the lattice searched."""
+    n_min = sum(1 for n in fr["nodes"] if n["minimal"])
+    complete = ("complete: every minimal node" if fr["complete"] else
+                "partial: only the minimal nodes the search settled "
+                "(anonymization.frontier: complete lists all)")
+    return (f"Frontier {complete}; {n_min} minimal node(s), utility {fr['metric']}, "
+            f"{format_value(fr.get('nodes_checked'))} of {format_value(fr.get('lattice_size'))} nodes checked.")
+
+
+def _frontier_rows(fr: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows of the frontier table (at most FRONTIER_ROWS_SHOWN rows, chosen kept)."""
+    qis = list(fr["quasi_identifiers"])
+    header = [*qis, f"loss ({fr['metric']})", "suppressed rows", "suppression share", "meets policy", "chosen"]
+    nodes = list(fr["nodes"])
+    if len(nodes) > FRONTIER_ROWS_SHOWN:
+        keep = nodes[:FRONTIER_ROWS_SHOWN]
+        keep += [n for n in nodes[FRONTIER_ROWS_SHOWN:] if n["chosen"]]
+        nodes = keep
+    rows = [[*(n["levels"].get(q) for q in qis), n["loss"], n["suppressed_rows"], n["suppression_share"],
+             "yes" if n["satisfied"] else "no: " + "; ".join(n["missing"]),
+             ("◀ chosen" if n["minimal"] else "◀ chosen (not minimal)") if n["chosen"] else ""]
+            for n in nodes]
+    return header, rows
+
+
+def headline_text(headline: Mapping[str, Any]) -> str:
+    """``prosecutor_max 0.2, prosecutor_avg 0.05``: the declared adversary's figures in one line."""
+    return ", ".join(f"{k} {format_value(v, missing='not measured')}" for k, v in headline["figures"].items())
+
+
+def _review_date(evaluated_at: str, days: int) -> str:
+    day = date.fromisoformat(evaluated_at[:10])
+    return (day + timedelta(days=int(days))).isoformat()
+
+
+def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The four-section report of one evaluation: a pure function of :func:`report_inputs`."""
+    spec = inputs["spec"]
+    checks = list(inputs.get("checks") or [])
+    failed = [c for c in checks if not c["passed"] and c.get("severity", "error") == "error"]
+    warnings = [c for c in checks if not c["passed"] and c.get("severity", "error") != "error"]
+    publishable = not failed
+    class_sizes = inputs.get("class_sizes")
+    sizes_flat = (
+        np.repeat([c["size"] for c in class_sizes], [c["classes"] for c in class_sizes])
+        if class_sizes else None
+    )
+    report = {
+        "report_format": inputs["report_format"],
+        "title": f"Risk report: {inputs['release']}" + (f" / {inputs['partition']}" if inputs["partition"] else ""),
+        "identification": {
+            "release": inputs["release"],
+            "description": spec.get("description", ""),
+            "partition": inputs["partition"],
+            "dataset_hash": inputs["data_hash"],
+            "spec_hash": inputs["spec_hash"],
+            "package_version": inputs.get("package_version"),
+            "git_revision": inputs.get("git_revision"),
+            "seed": inputs.get("seed"),
+            "date": inputs["evaluated_at"],
+            "published_path": inputs.get("published_path"),
+            "report_path": inputs.get("report_path"),
+        },
+        "hypotheses": _hypotheses(spec),
+        "measures": {
+            "metrics": inputs.get("measures") or {},
+            "class_size_distribution": class_sizes,
+            "risk_distribution": risk_distribution(sizes_flat) if sizes_flat is not None else None,
+            "population_uniqueness": inputs.get("population_uniqueness"),
+            "utility": inputs.get("utility"),
+            "anonymization": inputs.get("anonymization"),
+            "frontier": risk_utility_frontier(inputs.get("anonymization")),
+            "suppression": inputs.get("suppression"),
+            "composition": inputs.get("composition"),
+            "dp": inputs.get("dp"),
+        },
+        "verdict": {
+            "publishable": publishable,
+            "verdict": VERDICT_OK if publishable else VERDICT_FAILED,
+            "checks": checks,
+            "failed_checks": [c["name"] for c in failed],
+            "warnings": [c["name"] for c in warnings],
+            "mitigations": inputs.get("mitigations") or [],
+            "review_date": _review_date(inputs["evaluated_at"], spec["policy"]["review_after_days"]),
+            "review_after_days": spec["policy"]["review_after_days"],
+        },
+    }
+    if inputs.get("headline_risk"):
+        # absent from reports evaluated before the adversary named a headline: they rebuild as they were
+        report["measures"]["headline_risk"] = inputs["headline_risk"]
+    return canonical(report)
