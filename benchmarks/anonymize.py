@@ -43,7 +43,7 @@ MONDRIAN_QIS = ["age", "education", "marital-status", "occupation"]
 
 def adult_dir() -> Path:
     env = os.environ.get("ANON_DAGSTER_ADULT_DIR")
-    for cand in ([Path(env)] if env else []) + [ROOT / "data" / "adult", ROOT.parent / "shared" / "data" / "adult"]:
+    for cand in ([Path(env)] if env else []) + [ROOT / "datasets" / "adult"]:
         if (cand / "adult.csv").exists():
             return cand
     sys.exit("Adult data not found: set ANON_DAGSTER_ADULT_DIR")

@@ -38,7 +38,7 @@ QIS = ["age", "sex", "race", "marital-status", "education", "occupation"]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--adult", type=Path, default=None,
-                   help="Adult data folder (default: ANON_DAGSTER_ADULT_DIR, data/adult, ../shared/data/adult)")
+                   help="Adult data folder (default: ANON_DAGSTER_ADULT_DIR, else datasets/adult)")
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--population", type=int, default=1_000_000)
     p.add_argument("--skip-adult", action="store_true")
@@ -51,7 +51,7 @@ def main() -> None:
 def adult_dir() -> Path:
     root = Path(__file__).resolve().parents[1]
     env = os.environ.get("ANON_DAGSTER_ADULT_DIR")
-    for cand in ([Path(env)] if env else []) + [root / "data" / "adult", root.parent / "shared" / "data" / "adult"]:
+    for cand in ([Path(env)] if env else []) + [root / "datasets" / "adult"]:
         if (cand / "adult.csv").exists():
             return cand
     raise SystemExit("Adult data not found: set ANON_DAGSTER_ADULT_DIR or pass --adult (or --skip-adult)")

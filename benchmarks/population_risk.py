@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ from anon_dagster.risk.population import (
 )
 from anon_dagster.risk.presence import delta_presence
 
-ADULT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult"
+ADULT = Path(os.environ.get("ANON_DAGSTER_ADULT_DIR") or Path(__file__).resolve().parents[1] / "datasets" / "adult")
 
 
 def median_time(fn, repeat: int) -> float:

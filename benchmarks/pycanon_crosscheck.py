@@ -7,7 +7,7 @@ creates ``benchmarks/.venv-pycanon`` (git-ignored) on first use with ``pip insta
 and runs pycanon there, in a child process (``--worker``) that reads the same CSV files. The
 project side runs in the interpreter that started the script.
 
-Configurations on Adult (30,162 rows, ARX's copy and hierarchies in ../shared/data/adult):
+Configurations on Adult (30,162 rows, ARX's form and hierarchies, datasets/adult):
 
 - ``raw``: QIs sex, age, race, marital-status; sensitive occupation (nominal: total variation);
 - ``generalized``: age, education, native-country, marital-status, workclass generalized with
@@ -105,10 +105,11 @@ def ensure_venv() -> Path:
 
 
 def adult_dir() -> Path:
-    for candidate in (ROOT / "data" / "adult", ROOT.parent / "shared" / "data" / "adult"):
+    env = os.environ.get("ANON_DAGSTER_ADULT_DIR")
+    for candidate in ([Path(env)] if env else []) + [ROOT / "datasets" / "adult"]:
         if (candidate / "adult.csv").exists():
             return candidate
-    sys.exit("Adult data not found (expected ../shared/data/adult)")
+    sys.exit("Adult data not found (expected datasets/adult, or set ANON_DAGSTER_ADULT_DIR)")
 
 
 def main() -> None:

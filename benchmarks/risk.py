@@ -10,7 +10,7 @@
    their ratio (target: <= 2.0). Then the full ``measure_risk`` (every figure, defaults).
    Memory: in a child process, the peak resident memory added by ``measure_risk`` (VmHWM reset
    before the call) against the DataFrame's own size (``memory_usage(deep=True)``), target <= 3.
-2. Adult (30,162 rows, ``../shared/data/adult`` or ``data/adult``): every figure in one
+2. Adult (30,162 rows, ``datasets/adult``): every figure in one
    ``measure_risk`` call (classes, prosecutor, journalist, marketer and k-map against the table
    as its own population, population uniqueness at f = 0.1 with the default 200 bootstrap
    replicates, a subgroup breakdown, loss and precision against ARX's hierarchies, a query
@@ -135,7 +135,8 @@ def memory(rows: int, encoding: str) -> dict | None:
 
 
 def adult_dir() -> Path | None:
-    for candidate in (ROOT / "data" / "adult", ROOT.parent / "shared" / "data" / "adult"):
+    env = os.environ.get("ANON_DAGSTER_ADULT_DIR")
+    for candidate in ([Path(env)] if env else []) + [ROOT / "datasets" / "adult"]:
         if (candidate / "adult.csv").exists():
             return candidate
     return None
@@ -144,7 +145,7 @@ def adult_dir() -> Path | None:
 def adult(repeat: int) -> None:
     folder = adult_dir()
     if folder is None:
-        print("Adult: data not found (../shared/data/adult), skipped")
+        print("Adult: data not found (datasets/adult), skipped")
         return
     from anon_dagster.hierarchies import TableHierarchy
 

@@ -39,7 +39,7 @@ def make_spec(k, max_sup, utility, thresholds, queries=()):
 
 
 def class_fails(dx: pd.Series, thresholds: dict, k: int, overall: pd.Series) -> bool:
-    """Whether one class misses a per-class criterion (the definitions of DESIGN.md / docs)."""
+    """Whether one class misses a per-class criterion (the definitions of docs/contracts.md and docs/risk.md)."""
     counts = dx.value_counts().sort_values(ascending=False).to_numpy()
     if len(dx) < k:
         return True

@@ -163,7 +163,7 @@ def test_validate_cli_exit_code_and_one_line(tmp_path, capsys):
     assert "valid" in capsys.readouterr().out
 
 
-def test_spec_text_example_from_design_loads(tmp_path):
+def test_the_contract_example_in_flow_style_loads(tmp_path):
     (tmp_path / "hierarchies").mkdir()
     (tmp_path / "hierarchies" / "profession.csv").write_text("Nurse;Health;*\n")
     text = textwrap.dedent("""

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from anon_dagster.criteria import REGISTRY, DeclaredCheck, declared_checks
 from anon_dagster.spec import spec_from_dict
-
-from .test_registry import BASE
+from tests.support.thresholds import BASE
 
 EVERY_THRESHOLD = {key: c.threshold_type.example for key, c in REGISTRY.items()}
 

@@ -7,8 +7,7 @@ import pytest
 from anon_dagster.anonymize.criteria import Policy
 from anon_dagster.criteria import REGISTRY
 from anon_dagster.spec import spec_from_dict
-
-from .test_registry import BASE, spec_with
+from tests.support.thresholds import BASE, spec_with
 
 
 def test_policy_from_every_threshold_by_hand():

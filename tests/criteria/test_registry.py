@@ -11,24 +11,8 @@ from pydantic import BaseModel
 
 from anon_dagster.criteria import REGISTRY, TOLERANCE, criterion_for_check, declared_thresholds
 from anon_dagster.errors import SpecError
-from anon_dagster.spec import ReleaseSpec, spec_from_dict
-
-BASE = {
-    "release": "survey",
-    "source": {"path": "data.csv"},
-    "columns": {
-        "pid": {"role": "identifier", "pseudonymize": {"method": "hmac"}},
-        "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [5, 10]}},
-        "diag": {"role": "sensitive"},
-    },
-    "anonymization": {"k": 5},
-    "policy": {"sampling_fraction": 0.1},
-    "publication": {"path": "out.csv"},
-}
-
-
-def spec_with(thresholds: dict) -> ReleaseSpec:
-    return spec_from_dict({**BASE, "policy": {**BASE["policy"], "thresholds": thresholds}})
+from anon_dagster.spec import ReleaseSpec
+from tests.support.thresholds import spec_with
 
 
 def model_attribute(model: type[BaseModel], dotted: str) -> object:

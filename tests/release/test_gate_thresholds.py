@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from anon_dagster.criteria import REGISTRY
 from anon_dagster.release.gate import threshold_outcomes
-from tests.criteria.test_registry import spec_with
+from tests.support.thresholds import spec_with
 
 
 def test_every_declared_threshold_gives_its_registry_check_in_order():

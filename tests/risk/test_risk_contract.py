@@ -1,7 +1,7 @@
 """The risk kernel seen from outside: hand-computed figures on frames shaped as users hand them in.
 
 Missing values in quasi-identifiers and in the sensitive column, non-RangeIndex frames,
-categorical and Arrow-backed columns: the contract (DESIGN.md, metric names) says missing values
+categorical and Arrow-backed columns: the contract (docs/contracts.md, metric names) says missing values
 form a value of their own and every column type is accepted as it is.
 """
 
