@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config:
         if args.data:
             raise UserError("give either DATA or --config SPEC (with --input DATA), not both")
-        source, kwargs = _from_spec(args)
+        return _run_spec(args)
     else:
         if not args.data:
             raise UserError("missing DATA (a csv or parquet file), or use --config SPEC.yaml")
@@ -135,18 +135,59 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--count-column needs --population")
     if len(kwargs["df"]) == 0:
         raise DataError(f"{source}: the table is empty: there are no rows to measure")
-    spec = kwargs.pop("_spec", None)
     measures = measure_risk(**kwargs)
     out = measures.to_dict()
-    if spec is not None and spec.policy.thresholds.model_dump(exclude_none=True):
-        out["policy_thresholds"] = policy_verdicts(out, spec)
+    print(json.dumps(out, indent=2, ensure_ascii=False) if args.json else render(measures, source))
+    return 0
+
+
+# options of the DATA form that a spec declares itself: with --config they would make a second,
+# different measurement of the release
+_SPEC_DECLARES = ("qi", "sensitive", "population", "count_column", "population_qis", "lenient_population",
+                  "sampling_fraction", "sensitive_kind", "risk_threshold", "subgroup")
+
+
+def _run_spec(args: argparse.Namespace) -> int:
+    """``risk --config``: the release gate's own measurement of the data; exit 1 when a declared
+    threshold fails."""
+    from ..release import gate
+    from ..spec import load_spec
+
+    given = [name for name in _SPEC_DECLARES if getattr(args, name)]
+    if given:
+        raise UserError(f"--{given[0].replace('_', '-')} cannot be combined with --config: the spec declares it")
+    spec = load_spec(args.config)
+    df, path = read_release_data(spec, args.partition, args.input)
+    for col in [*spec.quasi_identifiers, *spec.sensitive]:
+        if col not in df.columns:
+            raise DataError(f"{path}: column {col!r} declared in {args.config} is missing from the data")
+    if len(df) == 0:
+        raise DataError(f"{path}: the table is empty: there are no rows to measure")
+    if not args.generalized:
+        # a value the hierarchy cannot place (text under an interval hierarchy, an unknown code)
+        # would make the release fail later: say so now, naming column and value
+        for name, hierarchy in spec.hierarchies.items():
+            if name in spec.quasi_identifiers:
+                hierarchy.table(pd.unique(df[name]))
+    population = gate.population_for(spec, df, _record_beside(Path(path)))
+    measures = gate.risk_measures(spec, df, population)
+    out = gate.release_figures(spec, measures, population)
+    verdicts = policy_verdicts(out, spec)
+    if verdicts:
+        out["policy_thresholds"] = verdicts
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        print(render(measures, source))
-        if "policy_thresholds" in out:
-            print(render_verdicts(out["policy_thresholds"]))
-    return 0
+        print(render(measures, str(path)))
+        if verdicts:
+            print(render_verdicts(verdicts))
+    return 0 if all(v["passed"] for v in verdicts) else 1
+
+
+def _record_beside(path: Path) -> dict[str, Any] | None:
+    """The transformation record `anonymize` wrote beside an anonymized output, if any."""
+    record_path = path.with_name(path.name + ".transformations.json")
+    return json.loads(record_path.read_text()) if record_path.exists() else None
 
 
 def policy_verdicts(measured: dict[str, Any], spec: ReleaseSpec) -> list[dict[str, Any]]:
@@ -173,71 +214,6 @@ def render_verdicts(verdicts: list[dict[str, Any]]) -> str:
         state = "pass" if v["passed"] else ("not measured" if v["value"] is None else "FAIL")
         lines.append(f"    {v['threshold']:<22}{_fmt(v['value']):>10} {v['comparison']} {_fmt(v['limit']):<8} {state}")
     return "\n".join(lines)
-
-
-def _from_spec(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
-    from ..spec import build_hierarchy, load_spec
-
-    spec = load_spec(args.config)
-    df, path = read_release_data(spec, args.partition, args.input)
-
-    qis = _names(args.qi) or spec.quasi_identifiers
-    sensitive = _names(args.sensitive) or spec.sensitive
-    for col in [*qis, *sensitive]:
-        if col not in df.columns:
-            raise DataError(f"{path}: column {col!r} declared in {args.config} is missing from the data")
-    if not args.generalized:
-        # a value the hierarchy cannot place (text under an interval hierarchy, an unknown code)
-        # would make the release fail later: say so now, naming column and value
-        for name, hierarchy in spec.hierarchies.items():
-            if name in qis:
-                hierarchy.table(pd.unique(df[name]))
-
-    policy = spec.policy
-    kwargs: dict[str, Any] = {
-        "df": df, "quasi_identifiers": qis, "sensitive": sensitive or None,
-        "sampling_fraction": _fraction(args.sampling_fraction) if args.sampling_fraction else policy.sampling_fraction,
-        "k": spec.anonymization.k,
-    }
-    if args.population:
-        kwargs["population"] = args.population
-        kwargs["count_column"] = args.count_column
-    elif policy.population is not None:
-        kwargs["population"] = spec.resolve(policy.population.path)
-        kwargs["count_column"] = args.count_column or policy.population.count_column
-        record_path = Path(path).with_name(Path(path).name + ".transformations.json")
-        if record_path.exists():
-            # an anonymized output: the raw population is put into its published classes by the
-            # record `anonymize` wrote beside it (see docs/anonymization.md)
-            import json
-
-            from ..anonymize.population import generalize_population, matched_qis
-
-            placed = generalize_population(read_table(kwargs["population"]), spec,
-                                           json.loads(record_path.read_text()), df)
-            kwargs["population_source"] = str(kwargs["population"])
-            kwargs["population"] = placed
-            if placed is None:
-                kwargs.pop("count_column")
-            if policy.population.qis:
-                kwargs["population_qis"] = matched_qis(spec)
-    if sensitive:
-        kwargs["sensitive_kind"] = {s: args.sensitive_kind or spec.columns[s].kind or "nominal"
-                                    for s in sensitive if s in spec.columns}
-        orders = {s: spec.columns[s].order for s in sensitive if s in spec.columns and spec.columns[s].order}
-        if orders:
-            kwargs["sensitive_order"] = orders
-        trees = {s: build_hierarchy(spec, s) for s in sensitive
-                 if s in spec.columns and spec.columns[s].hierarchy is not None}
-        if trees:
-            kwargs["sensitive_hierarchy"] = trees
-    thresholds = policy.thresholds
-    kwargs["_spec"] = spec
-    if thresholds.recursive_cl is not None:
-        kwargs["recursive_c"] = thresholds.recursive_cl.c
-    if thresholds.prosecutor_max is not None:
-        kwargs["risk_threshold"] = thresholds.prosecutor_max
-    return str(path), kwargs
 
 
 def _fmt(value: Any) -> str:

@@ -117,6 +117,17 @@ def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
     return generalize_population(population, spec, record, publishable_view(anonymized))
 
 
+def population_for(spec: ReleaseSpec, table: pd.DataFrame,
+                   record: Mapping[str, Any] | None) -> pd.DataFrame | None:
+    """The declared population as ``table``'s classes see it: placed into them with ``record``
+    when the table is an anonymization's output, the raw population otherwise (None when the
+    spec declares none)."""
+    population = load_population(spec)
+    if population is None or record is None:
+        return population
+    return generalize_population(population, spec, record, publishable_view(table))
+
+
 def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
             record: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every risk figure of the release (``RiskMeasures.to_dict()``) over the published view.

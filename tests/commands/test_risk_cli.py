@@ -118,7 +118,7 @@ def test_config_form_takes_everything_from_the_spec(capsys, tmp_path):
                   "diag": ["low", "high", "mid", "mid"]}).to_csv(tmp_path / "data" / "source.csv", index=False)
     pd.DataFrame({"age": [30, 41], "sex": ["F", "M"], "n": [8, 2]}).to_csv(tmp_path / "data" / "pop.csv", index=False)
     code, out, err = run(capsys, "risk", "--config", spec, "--json")
-    assert code == 0, err
+    assert code == 1, err  # journalist_max fails below
     d = json.loads(out)
     assert d["quasi_identifiers"] == ["age", "sex"] and d["sensitive"] == ["diag"]
     assert d["k"] == 2 and d["journalist_max"] == pytest.approx(0.5)
@@ -131,7 +131,7 @@ def test_config_form_takes_everything_from_the_spec(capsys, tmp_path):
         {"threshold": "journalist_max", "value": 0.5, "comparison": "<=", "limit": 0.4, "passed": False},
     ]
     code, out, err = run(capsys, "risk", "--config", spec)
-    assert code == 0 and "journalist_max" in out and "FAIL" in out
+    assert code == 1 and "journalist_max" in out and "FAIL" in out  # a declared threshold fails
 
 
 def test_config_form_rejects_text_under_an_interval_hierarchy(capsys, tmp_path):
@@ -148,3 +148,5 @@ def test_config_form_input_override_and_missing_population(capsys, tmp_path):
     pd.DataFrame({"age": [30, 30], "sex": ["F", "F"], "diag": ["low", "mid"]}).to_csv(other, index=False)
     code, _, err = run(capsys, "risk", "--config", spec, "--input", other)
     assert code == 2 and "pop.csv" in err and "no such file" in err
+    code, _, err = run(capsys, "risk", "--config", spec, "--qi", "age")
+    assert code == 2 and "--qi cannot be combined with --config" in err
