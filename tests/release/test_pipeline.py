@@ -1,0 +1,91 @@
+"""The release pipeline: each step builds a table's equivalence classes once and hands them on.
+
+``evaluate`` measures every threshold, the utility queries, the class sizes, the worst classes
+and the composition from one class build of the published view; the Dagster job builds them
+once per step that works on the table (the search in ``anonymized``, the checks, the
+publication's re-verification), never once per figure.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from dagster import DagsterInstance
+
+from anon_dagster.pseudonymize import open_keystore
+from anon_dagster.release import Ledger, pipeline
+from anon_dagster.release.publication import PublicationRefused, publish
+from anon_dagster.risk.classes import counting_class_builds
+from anon_dagster.spec import load_spec
+from tests.support.releases import load, run, write_release
+
+THRESHOLDS = {"k": 2, "l_distinct": 2, "t_closeness": 0.9, "prosecutor_avg": 0.6}
+
+
+@pytest.fixture
+def steps(tmp_path, master_key):
+    """A tiny release taken through ingest and pseudonymization for 2023."""
+    def make(method: str):
+        spec = load_spec(write_release(tmp_path, name=f"r_{method}", method=method, thresholds=THRESHOLDS))
+        ingested = pipeline.ingest(spec, "2023")
+        pseudo = pipeline.pseudonymize(spec, ingested.data, open_keystore())
+        return spec, ingested, pseudo
+    return make
+
+
+@pytest.mark.parametrize("method", ["global", "mondrian"])
+def test_one_class_build_per_table_per_step(steps, tmp_path, method):
+    spec, ingested, pseudo = steps(method)
+    with counting_class_builds() as search:
+        anonymized = pipeline.anonymize(spec, pseudo.data)
+    with counting_class_builds() as gate:
+        evaluation = pipeline.evaluate(spec, anonymized.data, record=anonymized.record, original=pseudo.data,
+                                       raw=ingested.data, ledger=Ledger(tmp_path / "ledger.sqlite"), partition="2023")
+    assert search.count == 1
+    assert gate.count == 1
+    # every figure of the evaluation was there, from that one build
+    assert {c.name for c in evaluation.checks} >= {"k_anonymity", "l_diversity_distinct", "t_closeness", "composition"}
+    assert sum(evaluation.class_sizes) == evaluation.rows == len(anonymized.data)
+    assert evaluation.worst_classes is not None and evaluation.worst_classes["size"].min() == evaluation.measures["k"]
+
+
+def test_the_dagster_job_builds_once_per_step(tmp_path, master_key, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    spec_path = write_release(tmp_path, thresholds=THRESHOLDS)
+    defs = load(tmp_path, spec_path)
+    with counting_class_builds() as builds:
+        result = run(defs, "tiny", "2023", DagsterInstance.ephemeral())
+    assert result.success
+    # anonymized (the search), the checks (one evaluation), published (its re-evaluation)
+    assert builds.count == 3
+
+
+def test_a_check_that_cannot_be_computed_fails_and_says_why(steps, tmp_path):
+    spec, ingested, pseudo = steps("global")
+    anonymized = pipeline.anonymize(spec, pseudo.data)
+    # the linkage pseudonyms are gone: the composition cannot be checked, so it fails
+    stripped = anonymized.data.drop(columns=["__anon_linkage"])
+    evaluation = pipeline.evaluate(spec, stripped, record=anonymized.record, original=pseudo.data,
+                                   raw=ingested.data, ledger=Ledger(tmp_path / "ledger.sqlite"), partition="2023")
+    composition = evaluation.check("composition")
+    assert composition is not None and not composition.passed and "could not be checked" in composition.summary
+    assert evaluation.verdict == "fail"
+    with pytest.raises(PublicationRefused, match="composition"):
+        publish(spec, evaluation, stripped, Ledger(tmp_path / "ledger.sqlite"))
+    assert not list((tmp_path / "published").glob("**/*.parquet"))
+
+
+def test_the_evaluation_id_changes_with_the_data(steps, tmp_path):
+    spec, ingested, pseudo = steps("global")
+    anonymized = pipeline.anonymize(spec, pseudo.data)
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+
+    def evaluate(table: pd.DataFrame):
+        return pipeline.evaluate(spec, table, record=anonymized.record, original=pseudo.data, raw=ingested.data,
+                                 ledger=ledger, partition="2023")
+
+    first, again = evaluate(anonymized.data), evaluate(anonymized.data)
+    assert first.id == again.id
+    edited = anonymized.data.copy()
+    edited.loc[edited.index[0], "diagnosis"] = "C30" if edited["diagnosis"].iloc[0] != "C30" else "A10"
+    assert evaluate(edited).id != first.id
