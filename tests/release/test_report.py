@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anon_dagster.cli import main
-from anon_dagster.criteria import REGISTRY
+from anon_dagster.criteria import REGISTRY, RecursiveCL
 from anon_dagster.demo.generate import generate_frames
 from anon_dagster.release.ledger import Ledger, dataset_hash
 from anon_dagster.release.publish import compose, record_evaluation, spec_assignment
@@ -188,7 +188,7 @@ def test_fallback_verdict_judges_recursive_cl():
     assert not missed["passed"]
     spec = load_spec(DEMO_SPEC)
     spec = spec.model_copy(update={"policy": spec.policy.model_copy(update={
-        "thresholds": spec.policy.thresholds.model_copy(update={"recursive_cl": {"c": 3, "l": 3}})})})
+        "thresholds": spec.policy.thresholds.model_copy(update={"recursive_cl": RecursiveCL(c=3, l=3)})})})
     report = build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={**measures, "k": 5},
                                         evaluated_at=WHEN))
     assert "l_diversity_recursive_cl" in report["verdict"]["failed_checks"]
