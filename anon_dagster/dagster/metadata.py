@@ -1,8 +1,8 @@
 """Dagster metadata of an evaluation: what a reviewer needs next to each verdict.
 
 Only conversion to :class:`dagster.MetadataValue`: every figure comes from the
-:class:`~anon_dagster.release.evaluation.Evaluation` the core computed. Worst classes show QI
-values and sizes only, never other columns of the rows.
+:class:`~anon_dagster.release.evaluation.Evaluation` the core computed. No metadata shows the
+values of a class: small classes are described by their sizes and by each QI's contribution.
 """
 
 from __future__ import annotations
@@ -57,8 +57,11 @@ def check_metadata(result: CheckResult, evaluation: Evaluation) -> dict[str, Any
         "none" if thr is None else f"{result.comparison} {json.dumps(thr) if isinstance(thr, dict) else thr}")
     if criterion_for_check(result.name) is not None:  # a risk threshold: show the classes
         meta["class_size_histogram"] = histogram_table(gate.class_size_histogram(evaluation.measures))
-        if evaluation.worst_classes is not None:
-            meta["worst_classes"] = frame_table(evaluation.worst_classes)
+        if evaluation.small_classes is not None:  # sizes and per-QI contributions, never QI values
+            meta["small_classes"] = frame_table(pd.DataFrame(evaluation.small_classes["by_size"],
+                                                             columns=["size", "classes", "rows"]))
+            meta["qi_contributions"] = frame_table(pd.DataFrame(
+                evaluation.small_classes["contributions"], columns=["qi", "rows_below_k_without", "contribution"]))
     table = result.details.get("table")
     if isinstance(table, pd.DataFrame):
         meta["per_group"] = frame_table(table)

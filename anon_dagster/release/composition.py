@@ -150,9 +150,19 @@ class CompositionResult:
     def sequential_changed_by_one(self) -> int:
         return sum(s.changed_by_one for s in self.sequential)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, class_values: bool = True) -> dict[str, Any]:
+        """The result as plain JSON. ``class_values=False`` leaves out the published values of
+        the smallest intersecting classes (``example``'s ``new_class``/``earlier_class`` and each
+        pair's ``example_new``/``example_old``): those classes hold fewer than ``min_k`` persons,
+        so their values single them out; sizes stay. Check metadata, reports and the ledger
+        store it without them."""
         d = asdict(self)
         d["sequential_changed_by_one"] = self.sequential_changed_by_one
+        if not class_values:
+            for pair in d["compared"]:
+                pair["example_new"] = pair["example_old"] = None
+            if d["example"] is not None:
+                d["example"] = {k: v for k, v in d["example"].items() if k not in ("new_class", "earlier_class")}
         return d
 
 

@@ -23,8 +23,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from ..io import plain_json
 
 
@@ -67,7 +65,8 @@ class Evaluation:
     ``measures`` is ``RiskMeasures.to_dict()`` of the published view (``{"rows": 0, "classes": 0}``
     for an empty release, ``{}`` when nothing could be measured); ``record`` the transformation
     record of the anonymization; ``composition`` the composition result (``to_dict()``) when
-    composed; ``class_sizes`` and ``worst_classes`` come from the one class build of the table.
+    composed; ``class_sizes`` and ``small_classes`` (the classes below the target k counted by size,
+    and each QI's contribution to them: never their values) come from the one class build of the table.
     """
 
     release: str
@@ -79,7 +78,7 @@ class Evaluation:
     record: dict[str, Any] | None = None
     composition: dict[str, Any] | None = None
     class_sizes: list[int] = field(default_factory=list)
-    worst_classes: pd.DataFrame | None = None
+    small_classes: dict[str, Any] | None = None
     mitigations: list[str] = field(default_factory=list)
     rows: int = 0
     # the composition's class assignment (linkage pseudonyms → classes), recorded in the

@@ -13,7 +13,6 @@ A measure the kernel cannot provide never passes silently: the outcome fails and
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..anonymize.population import generalize_population, matched_qis
-from ..anonymize.record import table_hash
+from ..anonymize.record import TransformationRecord, table_hash
 from ..criteria import declared_thresholds
 from ..errors import DataError
 from ..io import read_table
@@ -85,16 +84,19 @@ def _read_population(path: str, size: int, mtime_ns: int) -> pd.DataFrame:
     return read_table(Path(path))
 
 
-def load_record(folder: Path) -> dict[str, Any] | None:
-    """The transformation record stored in a partition's report folder, if there is one."""
+def load_record(folder: Path) -> TransformationRecord | None:
+    """The transformation record stored in a partition's report folder, if there is one.
+
+    Raises DataError naming the file when it is not a record of the format this version reads.
+    """
     path = Path(folder) / RECORD_FILE
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    return TransformationRecord.read(path)
 
 
 def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
-                          record: Mapping[str, Any] | None) -> pd.DataFrame | None:
+                          record: TransformationRecord | None) -> pd.DataFrame | None:
     """The declared population put into the published classes of ``anonymized``, or None.
 
     None when the spec declares no population, when the release is empty, or for
@@ -109,7 +111,7 @@ def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
         raise DataError(
             f"{spec.label}: no transformation record for this table: the population cannot be put "
             "into the published classes (materialize the anonymized asset again)")
-    if record.get("output_hash") not in (None, table_hash(anonymized)):
+    if record.output_hash != table_hash(anonymized):
         raise DataError(
             f"{spec.label}: the stored transformation record does not describe this anonymized table "
             "(output hash differs): materialize the anonymized asset again")
@@ -118,7 +120,7 @@ def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
 
 
 def population_for(spec: ReleaseSpec, table: pd.DataFrame,
-                   record: Mapping[str, Any] | None) -> pd.DataFrame | None:
+                   record: TransformationRecord | None) -> pd.DataFrame | None:
     """The declared population as ``table``'s classes see it: placed into them with ``record``
     when the table is an anonymization's output, the raw population otherwise (None when the
     spec declares none)."""
@@ -129,7 +131,7 @@ def population_for(spec: ReleaseSpec, table: pd.DataFrame,
 
 
 def measure(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
-            record: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            record: TransformationRecord | None = None) -> dict[str, Any]:
     """Every risk figure of the release (``RiskMeasures.to_dict()``) over the published view.
 
     ``population`` is already in the published classes (:func:`population_in_classes`) unless
@@ -155,7 +157,7 @@ def release_figures(spec: ReleaseSpec, measured: RiskMeasures, population: pd.Da
 
 
 def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
-                  record: Mapping[str, Any] | None = None) -> RiskMeasures | None:
+                  record: TransformationRecord | None = None) -> RiskMeasures | None:
     """The release's :class:`RiskMeasures` over the published view (None when it has no rows).
 
     The one measurement of a release table: the spec gives the QIs, the sensitive attributes
@@ -265,23 +267,6 @@ def class_sizes(spec: ReleaseSpec, anonymized: pd.DataFrame,
     return [] if ec is None else ec.sizes.astype(int).tolist()
 
 
-def worst_classes(spec: ReleaseSpec, anonymized: pd.DataFrame, limit: int = 10,
-                  classes: EquivalenceClasses | None = None) -> pd.DataFrame:
-    """The smallest equivalence classes: their QI values and size, nothing else of the rows.
-
-    Smallest first; classes of equal size in the order of their first row. ``classes`` are
-    the published view's classes when already built (not built again).
-    """
-    ec = classes if classes is not None else published_classes(spec, anonymized)
-    if ec is None:
-        data = publishable_view(anonymized)
-        return pd.DataFrame(columns=[*[q for q in spec.quasi_identifiers if q in data.columns], "size"])
-    order = np.lexsort((ec.first_rows, ec.sizes))[:limit]
-    table = ec.keys().iloc[order].reset_index(drop=True)
-    table["size"] = ec.sizes[order].astype(np.int64)
-    return table
-
-
 def raw_identifier_values(spec: ReleaseSpec, raw: pd.DataFrame) -> dict[str, set[str]]:
     """Raw values of each identifier column, as text, that must never appear in a publication."""
     out = {}
@@ -358,7 +343,7 @@ def contract_problems(spec: ReleaseSpec, published: pd.DataFrame,
 
 def gate_outcomes(spec: ReleaseSpec, anonymized: pd.DataFrame, original: pd.DataFrame | None,
                   population: pd.DataFrame | None = None,
-                  record: Mapping[str, Any] | None = None) -> tuple[list[Outcome], dict[str, Any]]:
+                  record: TransformationRecord | None = None) -> tuple[list[Outcome], dict[str, Any]]:
     """Re-measure ``anonymized`` against every threshold and utility query of the spec.
 
     ``population`` and ``record`` as in :func:`measure`.
@@ -398,5 +383,5 @@ __all__ = [
     "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "Outcome", "as_float",
     "class_size_histogram", "class_sizes", "contract_problems", "gate_outcomes",
     "load_population", "load_record", "measure", "population_in_classes", "publishable_view", "published_classes", "raw_identifier_values",
-    "summary_markdown", "threshold_outcomes", "utility_outcomes", "worst_classes",
+    "summary_markdown", "threshold_outcomes", "utility_outcomes",
 ]

@@ -4,7 +4,7 @@ Plain functions over DataFrames and plain values (no Dagster): the Dagster asset
 ``anon-dagster check``, ``anonymize``, ``compose`` and ``risk --config`` all call these, so
 every figure and every verdict has one computation. A step never re-derives what an earlier
 step computed: :func:`evaluate` builds the published view's equivalence classes once and hands
-them to every figure (risk, class sizes, worst classes, composition).
+them to every figure (risk, class sizes, small classes, composition).
 
 - :func:`ingest` reads the partition's rows of the spec's source and checks them against the spec;
 - :func:`pseudonymize` replaces identifiers by keyed pseudonyms (or drops them) and, when the
@@ -21,17 +21,19 @@ them to every figure (risk, class sizes, worst classes, composition).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
+from ..anonymize.criteria import Policy
+from ..anonymize.record import TransformationRecord
 from ..criteria import DeclaredCheck
 from ..criteria import declared_checks as registry_checks
 from ..errors import SpecError, UserError
 from ..io import plain_json
 from ..partitions import read_release_data
+from ..risk.exposure import small_classes
 from ..spec import ReleaseSpec, check_data
 from . import gate
 from .evaluation import CheckResult, Evaluation
@@ -128,7 +130,7 @@ class Anonymized:
     """
 
     data: pd.DataFrame
-    record: dict[str, Any]
+    record: TransformationRecord
     suppressed: int
     unreachable: str | None = None
 
@@ -149,10 +151,11 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     is impossible (k larger than the partition), the table is empty and every check fails.
     """
     from ..anonymize import anonymize as run_anonymization
+    from ..anonymize.core import empty_record
 
     try:
         result = run_anonymization(pseudonymized, spec, progress=progress)
-        return Anonymized(result.data, dict(result.record), int(result.suppressed))
+        return Anonymized(result.data, result.record, int(result.suppressed))
     except SpecError:
         raise
     except UserError as exc:
@@ -167,16 +170,14 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
         result = run_anonymization(pseudonymized, relaxed, progress=progress)
     except UserError as exc2:
         empty = pseudonymized.iloc[0:0]
-        return Anonymized(empty, {"method": spec.anonymization.method, "rows_in": len(pseudonymized)},
-                          len(pseudonymized),
+        return Anonymized(empty, empty_record(pseudonymized, spec), len(pseudonymized),
                           reason + f". No relaxed anonymization exists either ({exc2}): the table is "
                           "empty and every check fails.")
-    record = {**result.record}
     unreachable = (reason + f". Shown instead: the anonymization at k={spec.anonymization.k} without the "
                    "attribute-disclosure and average-risk criteria, measured against the full policy by "
                    "the checks; it cannot be published.")
-    record["policy_unreachable"] = unreachable
-    return Anonymized(result.data, record, int(result.suppressed), unreachable)
+    return Anonymized(result.data, replace(result.record, policy_unreachable=unreachable),
+                      int(result.suppressed), unreachable)
 
 
 # ----- evaluate --------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def evaluate(
     spec: ReleaseSpec,
     anonymized: pd.DataFrame,
     *,
-    record: Mapping[str, Any] | None,
+    record: TransformationRecord | None,
     original: pd.DataFrame | None,
     raw: pd.DataFrame | None,
     ledger: Ledger | None,
@@ -249,13 +250,13 @@ def evaluate(
     if classes is None and len(view) and any(q in view.columns for q in spec.quasi_identifiers):
         classes = gate.published_classes(spec, anonymized)
     notes = list(mitigations or [])
-    if record and record.get("policy_unreachable") and record["policy_unreachable"] not in notes:
-        notes.append(str(record["policy_unreachable"]))
+    if record is not None and record.policy_unreachable and record.policy_unreachable not in notes:
+        notes.append(record.policy_unreachable)
     return Evaluation(
         release=spec.release, partition=partition, spec_hash=spec.spec_hash(), data_hash=dataset_hash(view),
-        checks=checks, measures=measures, record=dict(record) if record else None, composition=composition,
+        checks=checks, measures=measures, record=record.to_json() if record is not None else None, composition=composition,
         class_sizes=gate.class_sizes(spec, anonymized, classes) if classes is not None else [],
-        worst_classes=gate.worst_classes(spec, anonymized, classes=classes) if classes is not None else None,
+        small_classes=small_classes(classes, Policy.from_spec(spec).k).to_dict() if classes is not None else None,
         mitigations=notes, rows=len(view), assignment=assignment,
     )
 
@@ -316,7 +317,7 @@ def _composition(spec: ReleaseSpec, anonymized: pd.DataFrame, ledger: Ledger | N
     summary = (f"effective k = {result.effective_k} against {len(result.compared)} earlier "
                f"publication(s) of population {comp.population!r} (minimum {comp.min_k}); "
                f"{result.exposed_persons} persons exposed. {result.text}")
-    details = result.to_dict()
+    details = result.to_dict(class_values=False)  # sizes only: the smallest classes' values single people out
     return gate.Outcome("composition", bool(result.passed), value=int(result.effective_k), threshold=comp.min_k,
                         comparison=">=", summary=summary, details={"composition": details}), details, assignment
 

@@ -33,11 +33,14 @@ def test_unreachable_k_blocks_publication_in_the_run_and_in_a_later_run(env):
     assert evals["k_anonymity"].passed is False
     assert evals["prosecutor_risk_max"].passed is False
     meta = evals["k_anonymity"].metadata
-    assert {"measured", "threshold", "summary", "class_size_histogram", "worst_classes"} <= set(meta)
+    assert {"measured", "threshold", "summary", "class_size_histogram", "small_classes", "qi_contributions"} <= set(meta)
+    assert "worst_classes" not in meta
     assert meta["measured"].value < 5
-    # the worst classes show QI values and sizes, no other row data
-    worst_cols = {c.name for c in meta["worst_classes"].schema.columns}
-    assert worst_cols == {"age", "sex", "region", "size"}
+    # small classes are told by their sizes and each QI's contribution, never by their values
+    assert {c.name for c in meta["small_classes"].schema.columns} == {"size", "classes", "rows"}
+    assert {c.name for c in meta["qi_contributions"].schema.columns} == {"qi", "rows_below_k_without", "contribution"}
+    shown = json.dumps([r.data for r in meta["small_classes"].records + meta["qi_contributions"].records])
+    assert not any(region in shown for region in ("North", "South"))
     assert "tiny/anonymized" in materialized(result)
     assert "tiny/published" not in materialized(result)
     publication = env / "published" / "tiny" / "2023.parquet"

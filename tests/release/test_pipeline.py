@@ -1,6 +1,6 @@
 """The release pipeline: each step builds a table's equivalence classes once and hands them on.
 
-``evaluate`` measures every threshold, the utility queries, the class sizes, the worst classes
+``evaluate`` measures every threshold, the utility queries, the class sizes, the small classes
 and the composition from one class build of the published view; the Dagster job builds them
 once per step that works on the table (the search in ``anonymized``, the checks, the
 publication's re-verification), never once per figure.
@@ -46,7 +46,9 @@ def test_one_class_build_per_table_per_step(steps, tmp_path, method):
     # every figure of the evaluation was there, from that one build
     assert {c.name for c in evaluation.checks} >= {"k_anonymity", "l_diversity_distinct", "t_closeness", "composition"}
     assert sum(evaluation.class_sizes) == evaluation.rows == len(anonymized.data)
-    assert evaluation.worst_classes is not None and evaluation.worst_classes["size"].min() == evaluation.measures["k"]
+    small = evaluation.small_classes
+    assert small is not None and small["rows"] == evaluation.rows
+    assert small["rows_below_k"] == sum(s for s in evaluation.class_sizes if s < small["k"])
 
 
 def test_the_dagster_job_builds_once_per_step(tmp_path, master_key, monkeypatch):
