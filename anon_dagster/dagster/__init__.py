@@ -1,8 +1,8 @@
 """Dagster wiring of anon_dagster: each release spec becomes a privacy-gated asset graph.
 
-The core (spec, risk, anonymize, pseudonymize, release) knows nothing of Dagster; this package
-is the thin layer that turns it into assets, blocking asset checks, partitions, a job and a
-schedule per release, resources and an IO manager. See docs/dagster.md.
+The core (spec, risk, anonymize, pseudonymize, release, storage) knows nothing of Dagster; this
+package turns it into assets, blocking asset checks, partitions, a job and a schedule per
+release, resources and an IO manager. See docs/dagster.md.
 """
 
 from .assets import ReleaseDefinitions, build_release
@@ -11,14 +11,5 @@ from .io_manager import AnonParquetIOManager
 from .resources import KeyStoreResource, LedgerResource, keystore_from_env
 from .translator import ReleaseTranslator
 
-__all__ = [
-    "AnonParquetIOManager",
-    "AnonReleaseComponent",
-    "KeyStoreResource",
-    "LedgerResource",
-    "ReleaseDefinitions",
-    "ReleaseTranslator",
-    "build_release",
-    "keystore_from_env",
-    "load_release_definitions",
-]
+__all__ = ["AnonParquetIOManager", "AnonReleaseComponent", "KeyStoreResource", "LedgerResource", "ReleaseDefinitions",
+           "ReleaseTranslator", "build_release", "keystore_from_env", "load_release_definitions"]

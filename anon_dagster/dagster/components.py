@@ -1,19 +1,8 @@
-"""``AnonReleaseComponent``: a dg Component that turns release specs into Dagster definitions.
+"""``AnonReleaseComponent``: the dg Component that turns release specs into Dagster definitions.
 
-Registered for ``dg`` through the ``dagster_dg_cli.registry_modules`` entry point (this module),
-so ``dg list components`` shows it. Use it from YAML (``defs.yaml``)::
-
-    type: anon_dagster.dagster.components.AnonReleaseComponent
-    attributes:
-      config_dir: ../../assets_config      # relative to the defs.yaml folder
-      automate: false
-
-or from Python with :func:`load_release_definitions` (what the root ``definitions.py`` does).
-Each spec becomes one group of assets, blocking checks, a job and (when partitioned) a schedule;
-see :mod:`anon_dagster.dagster.assets`. The resources are shared by every release: the key
-store (settings through environment variables only), the parquet IO manager and the ledger.
+Registered through the ``dagster_dg_cli.registry_modules`` entry point (``dg list components``);
+used from a ``defs.yaml`` (docs/dagster.md) or from Python with :func:`load_release_definitions`.
 """
-
 
 import os
 from pathlib import Path
@@ -30,19 +19,19 @@ CONFIG_ENV = "ANON_DAGSTER_CONFIG"
 
 
 class AnonReleaseComponent(Component, Resolvable, Model):
-    """Privacy-gated releases from release specs (one asset group per spec).
+    """Privacy-gated releases from release specs: one asset group per spec, shared resources.
 
     Attributes:
         config_dir: folder of release specs (``*.yaml``); default ``$ANON_DAGSTER_CONFIG``, else
-            ``assets_config/`` beside the component (or the working directory).
+            ``assets_config/``; relative to the component's folder (from Python: the working directory).
         specs: explicit spec files instead of a folder.
         storage_dir: where intermediate tables are stored (default under ``$DAGSTER_HOME``).
         reports_dir: where risk reports and transformation records go (may hold {release};
             default ``reports/<release>`` beside the spec folder).
         ledger_path: the publication ledger (default ``$ANON_DAGSTER_LEDGER``, else under
             ``$DAGSTER_HOME``).
-        automate: set ``AutomationCondition.eager() & all_deps_blocking_checks_passed()`` on
-            the published asset, for teams that run the automation daemon.
+        automate: put ``AutomationCondition.eager() & all_deps_blocking_checks_passed()`` on
+            the published asset.
     """
 
     config_dir: str | None = None
@@ -56,15 +45,14 @@ class AnonReleaseComponent(Component, Resolvable, Model):
         """The spec files, or the folder holding them, resolved against ``base``."""
         if self.specs:
             return [_anchor(s, base) for s in self.specs]
-        folder = self.config_dir or os.environ.get(CONFIG_ENV) or "assets_config"
-        return _anchor(folder, base)
+        return _anchor(self.config_dir or os.environ.get(CONFIG_ENV) or "assets_config", base)
 
     def get_translator(self) -> ReleaseTranslator:
         """The translator of every release; override in a subclass to change conventions."""
         return ReleaseTranslator()
 
     def releases(self, base: Path, translator: ReleaseTranslator | None = None) -> list[ReleaseDefinitions]:
-        """Load every spec (all problems of all files reported at once) and build each release."""
+        """Every spec loaded (a folder's problems all reported at once) and built into a release."""
         where = self.spec_paths(base)
         specs = [load_spec(p) for p in where] if isinstance(where, list) else load_specs(where)
         t = translator or self.get_translator()
@@ -74,7 +62,7 @@ class AnonReleaseComponent(Component, Resolvable, Model):
         return self.build_definitions(Path(context.path))
 
     def build_definitions(self, base: Path | None = None, translator: ReleaseTranslator | None = None) -> Definitions:
-        """The Definitions of every release, with the shared resources."""
+        """The Definitions of every release, with the key store, IO manager and ledger they share."""
         releases = self.releases(base or Path.cwd(), translator)
         keystore = keystore_from_env()
         return Definitions(
@@ -97,8 +85,8 @@ def _anchor(path: str, base: Path) -> Path:
 
 def load_release_definitions(config_dir: str | Path | None = None, *, translator: ReleaseTranslator | None = None,
                              **options: object) -> Definitions:
-    """Definitions for every spec in ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``), named by
-    ``translator`` (default :class:`ReleaseTranslator`)."""
+    """The Definitions of every spec in ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``); ``options``
+    are the component's attributes."""
     component = AnonReleaseComponent(config_dir=str(config_dir) if config_dir else None, **options)
     return component.build_definitions(Path.cwd(), translator)
 

@@ -1,7 +1,7 @@
 """Materialize a release's partitions in-process and summarize each run (for scripts and demos).
 
-Runs the release's job through Dagster itself (same assets, checks, blocking and gate as the
-UI or the scheduler would run), against a real instance, so the runs show in ``dagster dev``.
+The runs go through the release's job (the same assets, checks and gate as the UI or the
+scheduler), against a real instance, so they show in ``dagster dev``.
 """
 
 from dataclasses import dataclass, field
@@ -9,7 +9,6 @@ from pathlib import Path
 
 from dagster import DagsterInstance, Definitions
 
-from ..partitions import UNPARTITIONED
 from ..spec import ReleaseSpec
 from .assets import reports_folder
 from .partitions import partitions_def_for
@@ -57,31 +56,24 @@ def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterI
             partition_key=partition, instance=instance, raise_on_error=False,
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
-        out = PartitionOutcome(spec.release, partition, result.success)
-        for event in result.all_events:
-            if event.event_type_value == "ASSET_CHECK_EVALUATION":
-                evaluation = event.event_specific_data
-                contract = evaluation.metadata.get("check")
-                if contract is not None:
-                    out.checks[evaluation.check_name] = contract.value
-                if not evaluation.passed:
-                    out.failed_checks.append(evaluation.check_name)
-                    if evaluation.description:
-                        out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
-            elif event.event_type_value == "STEP_FAILURE":
-                out.failed_steps.append(event.step_key)
-            elif event.event_type_value == "ASSET_MATERIALIZATION":
-                mat = event.event_specific_data.materialization
-                rows = mat.metadata.get("rows")
-                if mat.asset_key == t.asset_key(spec, "raw") and rows is not None:
-                    out.rows_in = int(rows.value)
-                if mat.asset_key == t.asset_key(spec, "published"):
-                    out.published = spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
-                    out.rows_published = int(rows.value) if rows is not None else None
-        if out.published is not None:
-            out.report = out.published.with_suffix("").with_name(out.published.stem + ".report.md")
-        else:
-            folder = reports_folder(spec, reports_dir, partition)
-            out.report = folder / "risk_report.md" if (folder / "risk_report.md").exists() else None
+        out = PartitionOutcome(spec.release, partition, result.success,
+                               failed_steps=[e.step_key for e in result.get_step_failure_events()])
+        for evaluation in result.get_asset_check_evaluations():
+            if "check" in evaluation.metadata:
+                out.checks[evaluation.check_name] = evaluation.metadata["check"].value
+            if not evaluation.passed:
+                out.failed_checks.append(evaluation.check_name)
+                if evaluation.description:
+                    out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
+        for mat in (event.materialization for event in result.get_asset_materialization_events()):
+            rows = int(mat.metadata["rows"].value) if "rows" in mat.metadata else None
+            if mat.asset_key == t.asset_key(spec, "raw"):
+                out.rows_in = rows
+            elif mat.asset_key == t.asset_key(spec, "published"):  # where the publication says it wrote
+                out.published, out.report = Path(mat.metadata["path"].value), Path(mat.metadata["report"].value)
+                out.rows_published = rows
+        if out.report is None:  # a refused release keeps the evaluation's report beside its record
+            report = reports_folder(spec, reports_dir, partition) / "risk_report.md"
+            out.report = report if report.exists() else None
         outcomes.append(out)
     return outcomes
