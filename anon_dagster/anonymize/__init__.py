@@ -2,7 +2,7 @@
 MDAV microaggregation and PRAM, driven by the release spec (see docs/anonymization.md).
 
 The pipeline's entry point is :func:`anonymize` (one partition's pseudonymized table in, the
-published rows and a JSON transformation record out). The pieces are usable on their own:
+published rows and a :class:`TransformationRecord` out, stored as JSON). The pieces are usable on their own:
 :func:`apply_levels` (global recoding at a level vector), :class:`Lattice` (optimal search),
 :func:`mondrian`, :func:`local_suppression`, :func:`mdav`, :func:`apply_pram`.
 """
@@ -15,10 +15,10 @@ from .local_suppression import local_suppression
 from .microaggregation import mdav
 from .mondrian import MondrianNoSolution, mondrian
 from .pram import PramSpec, apply_pram, parse_pram
-from .record import table_hash
+from .record import RECORD_FORMAT, TransformationRecord, table_hash
 
 __all__ = [
-    "AnonymizationResult", "Lattice", "LatticeTooLarge", "MondrianNoSolution", "NoSolution",
-    "Policy", "PramSpec", "SearchResult", "anonymize", "apply_levels", "apply_pram",
+    "RECORD_FORMAT", "AnonymizationResult", "Lattice", "LatticeTooLarge", "MondrianNoSolution", "NoSolution",
+    "Policy", "PramSpec", "SearchResult", "TransformationRecord", "anonymize", "apply_levels", "apply_pram",
     "local_suppression", "mdav", "mondrian", "parse_pram", "table_hash",
 ]

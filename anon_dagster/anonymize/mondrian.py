@@ -28,9 +28,7 @@ is about (depth × rows × QIs), never a Python loop per part.
 
 from __future__ import annotations
 
-import base64
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -41,8 +39,9 @@ from ..errors import UserError
 from ..hierarchies import MISSING_LABEL, Hierarchy, TableHierarchy
 from .coding import CodedQI, code_qi, combine, group
 from .criteria import Policy, evaluate_classes, pairs_from_rows, suppression_budget
-
-MAX_SET_LABEL = 8
+from .cut_tree import MAX_SET_LABEL, CutTree, loose_boxes, span
+from .cut_tree import pack_array as pack_array  # re-exported: the tree's arrays were packed here
+from .cut_tree import unpack_array as unpack_array
 
 
 class MondrianNoSolution(UserError):
@@ -175,7 +174,7 @@ class MondrianResult:
     cuts: int
     elapsed_s: float
     boxes: dict[str, dict] = field(default_factory=dict)
-    tree: dict = field(default_factory=dict)
+    tree: CutTree | None = None
 
 
 def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
@@ -358,50 +357,9 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         {"rows": int(csizes[c]), **{dims[j].name: str(label_per_class[j][c]) for j in range(D)}}
         for c in range(min(n_classes, max_ranges))
     ]
-    tree = _tree_record(dims, roots, tree_dim, tree_cut)
+    tree = CutTree.encode(dims, roots, tree_dim, tree_cut)
     return MondrianResult(columns, row_class, n_classes, csizes, suppressed, ncp, ranges,
                           too_small, cuts, time.perf_counter() - t0, boxes, tree)
-
-
-def _tree_record(dims: list[_Dim], roots: int, tree_dim: list[np.ndarray],
-                 tree_cut: list[np.ndarray]) -> dict:
-    """The cut tree in a compact, replayable form (see :mod:`.population`).
-
-    ``dim`` (int8, one per node, breadth first; -1 for a final class) and ``cut`` (float64, one
-    per cut node) are zlib-compressed little-endian arrays in base64. A cut sends left the values
-    ``<= cut``: for a numeric QI a value (dates as int64 nanoseconds; missing values always go
-    right), for a categorical QI a rank of the hierarchy's depth-first order of the values
-    present, whose per-level nodes are listed in ``ranks`` as (labels, first rank, last rank).
-    Roots are the partition-key parts in the order of their classes.
-    """
-    dim = np.concatenate(tree_dim) if tree_dim else np.zeros(0, np.int8)
-    cut_rank = np.concatenate(tree_cut) if tree_cut else np.zeros(0, np.int64)
-    cut = np.zeros(len(cut_rank), dtype=np.float64)
-    cut_dim = dim[dim >= 0]
-    ranks: dict[str, dict] = {}
-    for j, d in enumerate(dims):
-        sel = cut_dim == j
-        if d.numeric:
-            assert d.values is not None
-            cut[sel] = d.values[cut_rank[sel]].astype(np.float64)
-        else:
-            cut[sel] = cut_rank[sel]
-            ranks[d.name] = {"labels": [[str(x) for x in lab] for lab in d.labels],
-                             "first": [f.astype(int).tolist() for f in d.first],
-                             "last": [la.astype(int).tolist() for la in d.last]}
-    return {"version": 1, "columns": [d.name for d in dims], "roots": int(roots),
-            "nodes": int(len(dim)), "dim": pack_array(dim.astype("<i1")),
-            "cut": pack_array(cut.astype("<f8")), "ranks": ranks}
-
-
-def pack_array(a: np.ndarray) -> str:
-    """A numpy array's bytes, zlib-compressed, in base64 (the dtype is known to the reader)."""
-    return base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 6)).decode("ascii")
-
-
-def unpack_array(text: str, dtype: str) -> np.ndarray:
-    """Inverse of :func:`pack_array`."""
-    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype)
 
 
 def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels: np.ndarray,
@@ -430,47 +388,16 @@ def _boxes(d: _Dim, lo: np.ndarray, hi: np.ndarray, missing: np.ndarray, labels:
         out["hi"] = [None if m else cast(d.values[b]) for b, m in zip(hi, only_missing, strict=True)]
         out["missing"] = [bool(x) for x in missing]
         return out
-    levels, members, loose = [], [], []
-    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
+    levels, members = [], []
+    for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
         level, names = _coverage(d, a, b)
         levels.append(level)
         members.append(names)
-        if _loose(d, a, b):
-            loose.append(i)
     out["level"], out["members"] = levels, members
-    # boxes whose node label is wider than the class's values (see _loose): the only boxes a
-    # population row outside the class's branch of the cut tree can fall into
-    out["loose"] = loose
+    # boxes whose node label is wider than the class's values: the only boxes a population
+    # row outside the class's branch of the cut tree can fall into
+    out["loose"] = loose_boxes(d, lo.tolist(), hi.tolist())
     return out
-
-
-def _span(d: _Dim, lo: int, hi: int) -> tuple[int, int, np.ndarray, bool]:
-    """The smallest hierarchy node holding the ranks [lo, hi] (lo < hi) of a categorical ``d``.
-
-    Returns (level of its children, the node, the children the range spans, whether the range
-    covers the whole node).
-    """
-    lvl = 0
-    for level in range(len(d.anc) - 1):
-        if d.anc[level][lo] != d.anc[level][hi]:
-            lvl = level
-    parent = d.anc[lvl + 1][lo]
-    c_lo, c_hi = d.anc[lvl][lo], d.anc[lvl][hi]
-    children = np.unique(d.anc[lvl][lo:hi + 1])
-    whole = d.first[lvl][c_lo] == d.first[lvl + 1][parent] and d.last[lvl][c_hi] == d.last[lvl + 1][parent]
-    return lvl, parent, children, bool(whole)
-
-
-def _loose(d: _Dim, lo: int, hi: int) -> bool:
-    """Whether the ranks [lo, hi] are labelled by a whole node they do not cover.
-
-    That happens when the range spans more than MAX_SET_LABEL of a node's children but not all
-    of them: the label names the node, so its box also holds values of sibling classes.
-    """
-    if lo == hi:
-        return False
-    _, _, children, whole = _span(d, lo, hi)
-    return not whole and len(children) > MAX_SET_LABEL
 
 
 def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
@@ -482,7 +409,7 @@ def _coverage(d: _Dim, lo: int, hi: int) -> tuple[int, list[str]]:
     """
     if lo == hi:
         return 0, [str(d.labels[0][d.anc[0][lo]])]
-    lvl, parent, children, whole = _span(d, lo, hi)
+    lvl, parent, children, whole = span(d, lo, hi)
     if whole or len(children) > MAX_SET_LABEL:
         return lvl + 1, [str(d.labels[lvl + 1][parent])]
     return lvl, sorted(str(d.labels[lvl][c]) for c in children)

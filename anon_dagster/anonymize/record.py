@@ -1,16 +1,39 @@
-"""Pieces of the transformation record: stable table hashes and suppression breakdowns."""
+"""The transformation record: what one anonymization did, typed, and its JSON file form.
+
+:class:`TransformationRecord` is what :func:`~anon_dagster.anonymize.anonymize` returns in
+``AnonymizationResult.record``, what ``anon-dagster anonymize`` writes as
+``OUT.transformations.json`` and the Dagster layer as ``transformations.json`` in a partition's
+report folder, and what the gate reads back to place a population into the published classes.
+Every record carries ``format`` = :data:`RECORD_FORMAT`; a record of another or no format is
+refused with one :class:`~anon_dagster.errors.DataError` naming the file. Keys this version
+does not declare are kept in ``extra`` and written back (see :mod:`.record_json`), so
+``from_json(d).to_json() == d`` for every record written by this format version, key order
+included: a file read and written again with the same layout is byte-identical.
+
+Also here: the stable table hash of ``input_hash``/``output_hash``, the suppression breakdowns
+and the class-size histogram the record holds.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..errors import DataError
 from ..hierarchies import _as_label
+from ..io import plain_json, write_bytes_atomic
 from ..risk.measures import class_size_histogram
+from .cut_tree import CutTree
+from .record_json import JsonObject, key
 
+RECORD_FORMAT = "anon_dagster.transformations/1"
 MAX_GROUPS = 1000
 
 
@@ -50,11 +73,11 @@ def breakdown(df: pd.DataFrame, mask: np.ndarray, columns: Sequence[str]) -> lis
     totals = df[list(columns)].astype(object).groupby(list(columns), dropna=False, observed=True).size()
     counts = counts.sort_values(ascending=False).head(MAX_GROUPS)
     out = []
-    for key, count in counts.items():
-        key = key if isinstance(key, tuple) else (key,)
-        total = int(totals.get(key if len(key) > 1 else key[0], 0))
+    for group, count in counts.items():
+        values = group if isinstance(group, tuple) else (group,)
+        total = int(totals.get(values if len(values) > 1 else values[0], 0))
         out.append({
-            **{c: _as_label(v) for c, v in zip(columns, key, strict=True)},
+            **{c: _as_label(v) for c, v in zip(columns, values, strict=True)},
             "suppressed": int(count),
             "rows": total,
             "share": round(int(count) / total, 6) if total else None,
@@ -67,3 +90,192 @@ def class_histogram(sizes: np.ndarray) -> dict[str, int]:
     (:data:`anon_dagster.risk.measures.HISTOGRAM_BINS`: 1, 2, 3-4, ..., 100-999, 1000+), so the
     record and the risk report bin class sizes alike."""
     return {band["sizes"]: band["classes"] for band in class_size_histogram(np.asarray(sizes))}
+
+
+# ----- the typed record --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(JsonObject):
+    """The anonymization parameters of the spec, and the policy in force (``Policy.to_dict()``)."""
+
+    k: int = key("int")
+    max_suppression: float = key("number")
+    utility: str = key("str")
+    suppression: str = key("str")
+    policy: dict[str, Any] = key("object")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suppression(JsonObject):
+    """Suppressed rows (count, share of ``rows_in``, the policy's budget in rows), suppressed
+    cells per column and in total, and who was suppressed: :func:`breakdown` per combination
+    of partition keys and per utility query's group-by columns (input values)."""
+
+    rows: int = key("int")
+    share: float = key("number")
+    budget_rows: int = key("int")
+    cells: dict[str, int] = key("object")
+    cells_total: int = key("int")
+    by_partition_key: list[dict[str, Any]] = key("list")
+    by_query: dict[str, list[dict[str, Any]]] = key("object")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellSuppression(JsonObject):
+    """With ``suppression: cells``: rows that kept their place but lost cells, broken down
+    like :class:`Suppression`."""
+
+    rows_with_cells_suppressed: int = key("int")
+    by_partition_key: list[dict[str, Any]] = key("list")
+    by_query: dict[str, list[dict[str, Any]]] = key("object")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Classes(JsonObject):
+    """Equivalence classes of the published rows over the QIs: count, the smallest class's size
+    (None without rows) and the class-size histogram (:func:`class_histogram`)."""
+
+    count: int = key("int")
+    k: int | None = key("int", nullable=True)
+    histogram: dict[str, int] = key("object")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Utility(JsonObject):
+    """The method's utility metric and value (None when it has none), and each utility query's
+    error in percentage points."""
+
+    metric: str = key("str")
+    value: float | None = key("number", nullable=True)
+    queries: dict[str, float] = key("object")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PramInfo(JsonObject):
+    """PRAM of one column: the transition matrix (non-zero entries), rows whose value changed,
+    and the seed of the draws."""
+
+    column: str = key("str")
+    matrix: dict[str, dict[str, float]] = key("object")
+    rows_changed: int = key("int")
+    seed: int | None = key("int", nullable=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MondrianBoxes(JsonObject):
+    """What each Mondrian class's labels mean in the QIs' own values, to place a population.
+
+    ``classes`` classes; ``partition_keys[c][i]`` class ``i``'s value of partition key ``c`` (as
+    a label); ``columns[q]`` QI ``q``'s distinct boxes and ``class_box`` (the box of each class;
+    the layout is described in :func:`anon_dagster.anonymize.mondrian._boxes`); ``tree`` the cut
+    tree (None in records written before it was recorded).
+    """
+
+    classes: int = key("int")
+    partition_keys: dict[str, list[Any]] = key("object")
+    columns: dict[str, dict[str, Any]] = key("object")
+    tree: CutTree | None = key(optional=True, section=CutTree)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MondrianInfo(JsonObject):
+    """Mondrian's outcome: normalized certainty penalty, cuts made, classes, the minimum part size
+    used, partition-key parts suppressed whole, the first classes' ranges (``ranges_truncated``
+    more not listed) and the class boxes."""
+
+    ncp: float = key("number")
+    cuts: int = key("int")
+    classes: int = key("int")
+    min_part_size: int = key("int")
+    parts_suppressed: list[dict[str, Any]] = key("list")
+    ranges: list[dict[str, Any]] = key("list")
+    ranges_truncated: int = key("int")
+    boxes: MondrianBoxes = key(section=MondrianBoxes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MicroaggregationInfo(JsonObject):
+    """MDAV microaggregation: the numeric QIs aggregated, the columns whose equal values form the
+    blocks it runs in, groups formed, and the SSE share (SSE / SST of the standardized QIs)."""
+
+    algorithm: str = key("str")
+    columns: list[str] = key("list")
+    blocks_by: list[str] = key("list")
+    groups: int = key("int")
+    sse_share: float = key("number")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source(JsonObject):
+    """Where ``anon-dagster anonymize`` read the table: rows read and the partition asked for."""
+
+    rows: int = key("int")
+    partition: str | None = key("str", nullable=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformationRecord(JsonObject):
+    """What one anonymization of one table did (module docstring; keys in docs/anonymization.md).
+
+    Every method records the fields up to ``utility`` and the hashes; ``levels`` and ``search``
+    (and ``cell_suppression`` with cell suppression) are global recoding's, ``mondrian`` and
+    ``microaggregation`` those methods', ``pram`` is there when PRAM ran. ``source`` is added by
+    the CLI, ``policy_unreachable`` by the release pipeline when it shows a relaxed anonymization
+    because the declared policy cannot be met.
+    """
+
+    format: str = key("str")
+    release: str = key("str")
+    method: str = key("str")
+    parameters: Parameters = key(section=Parameters)
+    seed: int | None = key("int", nullable=True)
+    quasi_identifiers: list[str] = key("list")
+    partition_keys: list[str] = key("list")
+    rows_in: int = key("int")
+    rows_out: int = key("int")
+    suppression: Suppression = key(section=Suppression)
+    classes: Classes = key(section=Classes)
+    utility: Utility = key(section=Utility)
+    pram: PramInfo | None = key(optional=True, section=PramInfo)
+    levels: dict[str, int] | None = key("object", optional=True)
+    search: dict[str, Any] | None = key("object", optional=True)
+    cell_suppression: CellSuppression | None = key(optional=True, section=CellSuppression)
+    mondrian: MondrianInfo | None = key(optional=True, section=MondrianInfo)
+    microaggregation: MicroaggregationInfo | None = key(optional=True, section=MicroaggregationInfo)
+    input_hash: str = key("str")
+    output_hash: str = key("str")
+    elapsed_s: float = key("number")
+    source: Source | None = key(optional=True, section=Source)
+    policy_unreachable: str | None = key("str", optional=True)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str | None = None, prefix: str = "") -> TransformationRecord:
+        """The record of its JSON form; refuses another or no ``format`` first (one DataError
+        naming ``where``), then checks every key (see :mod:`.record_json`)."""
+        where = where or "transformation record"
+        fmt = data.get("format") if isinstance(data, Mapping) else None
+        if fmt != RECORD_FORMAT:
+            found = "has no 'format' key" if fmt is None else f"has format {fmt!r}"
+            raise DataError(f"{where}: the record {found}, this version reads only {RECORD_FORMAT!r}: "
+                            "anonymize the table again to write one")
+        return super().from_json(data, where, prefix)
+
+    @classmethod
+    def read(cls, path: str | Path) -> TransformationRecord:
+        """The record stored in ``path`` (JSON); a DataError naming the file when it is not one."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: not a JSON transformation record ({exc})") from None
+        return cls.from_json(data, str(path))
+
+    def write(self, path: str | Path, *, sort_keys: bool = False, final_newline: bool = True) -> Path:
+        """Write the record as indented JSON to ``path``, atomically (mode 0600).
+
+        The defaults are the layout of ``anon-dagster anonymize`` (keys in record order, a final
+        newline); report folders hold sorted keys without one
+        (:func:`anon_dagster.release.publication.write_record`).
+        """
+        text = json.dumps(plain_json(self.to_json()), indent=2, sort_keys=sort_keys)
+        return write_bytes_atomic((text + ("\n" if final_newline else "")).encode(), path)

@@ -12,13 +12,14 @@ and one line, and nothing is written.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from ..anonymize.record import Source, TransformationRecord
 from ..errors import UserError
-from ..io import plain_json, table_format, write_bytes_atomic, write_table_atomic
+from ..io import table_format, write_table_atomic
 from ..release.gate import publishable_view
 from ..spec import load_spec
 
@@ -81,39 +82,36 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     df = ingested.data
-    record = dict(result.record)
-    record["source"] = {"rows": len(df), "partition": args.partition}
-    record_path = out.with_name(out.name + ".transformations.json")
+    record = replace(result.record, source=Source(rows=len(df), partition=args.partition))
     write_table_atomic(publishable_view(result.data), out)
-    write_bytes_atomic((json.dumps(plain_json(record), indent=2, sort_keys=False) + "\n").encode(),
-                       record_path)
+    record.write(out.with_name(out.name + ".transformations.json"))
     if not args.quiet:
         print(summary(record, out, time.perf_counter() - t0))
     return 0
 
 
-def summary(record: dict, out: Path, elapsed: float) -> str:
+def summary(record: TransformationRecord, out: Path, elapsed: float) -> str:
     """The few lines printed after a run: k reached, suppression, utility, time."""
-    sup = record["suppression"]
-    classes = record["classes"]
-    util = record["utility"]
+    sup = record.suppression
+    classes = record.classes
+    util = record.utility
     lines = [
-        f"{out}: {record['rows_out']} of {record['rows_in']} rows published "
-        f"({record['method']}), k reached {classes['k']} over {classes['count']} classes",
-        f"suppressed: {sup['rows']} rows ({sup['share']:.2%}, budget {sup['budget_rows']})"
-        + (f", {sup['cells_total']} cells" if sup.get("cells_total") else ""),
+        f"{out}: {record.rows_out} of {record.rows_in} rows published "
+        f"({record.method}), k reached {classes.k} over {classes.count} classes",
+        f"suppressed: {sup.rows} rows ({sup.share:.2%}, budget {sup.budget_rows})"
+        + (f", {sup.cells_total} cells" if sup.cells_total else ""),
     ]
-    if "levels" in record:
-        search = record.get("search", {})
-        lines.append("levels: " + ", ".join(f"{c}={lv}" for c, lv in record["levels"].items())
+    if record.levels is not None:
+        search = record.search or {}
+        lines.append("levels: " + ", ".join(f"{c}={lv}" for c, lv in record.levels.items())
                      + (f" ({search['nodes_checked']} of {search['lattice_size']} lattice nodes checked, "
                         f"{len(search.get('frontier', []))} minimal nodes on the frontier, "
                         f"{'complete' if search.get('frontier_complete') else 'partial'})" if search else ""))
-    value = util.get("value")
+    value = util.value
     lines.append(
-        f"utility: {util['metric']} = {value:.6g}" if isinstance(value, float | int) else f"utility: {util['metric']}"
+        f"utility: {util.metric} = {value:.6g}" if isinstance(value, float | int) else f"utility: {util.metric}"
     )
-    for name, err in util.get("queries", {}).items():
+    for name, err in util.queries.items():
         lines.append(f"query {name}: error {err:.4g} percentage points")
     lines.append(f"time: {elapsed:.2f} s; record: {out.name}.transformations.json")
     return "\n".join(lines)

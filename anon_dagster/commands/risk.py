@@ -18,7 +18,7 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -28,6 +28,9 @@ from ..partitions import read_release_data
 from ..release.report import format_value
 from ..risk.measures import CONTRACT_KEYS, RiskMeasures, measure_risk
 from ..spec import ReleaseSpec
+
+if TYPE_CHECKING:
+    from ..anonymize.record import TransformationRecord
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -184,10 +187,12 @@ def _run_spec(args: argparse.Namespace) -> int:
     return 0 if all(v["passed"] for v in verdicts) else 1
 
 
-def _record_beside(path: Path) -> dict[str, Any] | None:
+def _record_beside(path: Path) -> TransformationRecord | None:
     """The transformation record `anonymize` wrote beside an anonymized output, if any."""
+    from ..anonymize.record import TransformationRecord
+
     record_path = path.with_name(path.name + ".transformations.json")
-    return json.loads(record_path.read_text()) if record_path.exists() else None
+    return TransformationRecord.read(record_path) if record_path.exists() else None
 
 
 def policy_verdicts(measured: dict[str, Any], spec: ReleaseSpec) -> list[dict[str, Any]]:

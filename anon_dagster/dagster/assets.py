@@ -38,6 +38,7 @@ from dagster import (
     multi_asset_check,
 )
 
+from ..errors import DataError
 from ..io import plain_json
 from ..partitions import UNPARTITIONED
 from ..release import gate, pipeline, publication
@@ -77,7 +78,7 @@ def _evaluate(context: Any, spec: ReleaseSpec, folder: Path, anonymized: pd.Data
     """The core's evaluation of the stored anonymized table, with the record stored beside it."""
     try:
         record = gate.load_record(folder)
-    except (OSError, ValueError):  # unreadable: the population checks then fail and say so
+    except (OSError, ValueError, DataError):  # unreadable: the population checks then fail and say so
         record = None
     return pipeline.evaluate(spec, anonymized, record=record, original=pseudonymized, raw=raw,
                              ledger=context.resources.ledger.open(), partition=partition_of(context), only=only)

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
+from ..anonymize.record import TransformationRecord
 from ..criteria import criterion_for_check
 from ..release import gate
 from ..release.evaluation import CheckResult, Evaluation
@@ -72,13 +73,13 @@ def check_metadata(result: CheckResult, evaluation: Evaluation) -> dict[str, Any
     return meta
 
 
-def record_summary(record: dict[str, Any]) -> dict[str, Any]:
-    """The record for Dagster's metadata: Mondrian's per-class boxes (large) stay in the file."""
-    mondrian = record.get("mondrian")
-    if isinstance(mondrian, dict) and "boxes" in mondrian:
-        boxes = mondrian["boxes"]
-        return {**record, "mondrian": {**mondrian, "boxes": f"{boxes.get('classes')} class boxes, in {gate.RECORD_FILE}"}}
-    return record
+def record_summary(record: TransformationRecord) -> dict[str, Any]:
+    """The record's JSON for Dagster's metadata: Mondrian's per-class boxes (large) stay in the file."""
+    out = record.to_json()
+    if record.mondrian is not None:
+        boxes = f"{record.mondrian.boxes.classes} class boxes, in {gate.RECORD_FILE}"
+        return {**out, "mondrian": {**out["mondrian"], "boxes": boxes}}
+    return out
 
 
 __all__ = ["check_metadata", "frame_table", "histogram_table", "record_summary"]

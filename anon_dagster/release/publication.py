@@ -16,7 +16,6 @@ keeps its report in the partition's report folder.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..anonymize.record import TransformationRecord
 from ..errors import UserError
 from ..io import plain_json, write_bytes_atomic, write_table_atomic
 from ..partitions import UNPARTITIONED
@@ -97,11 +97,10 @@ def write_report_files(report: dict[str, Any], base: Path, mode: int = 0o600) ->
         write_bytes_atomic(render(report, fmt).encode(), base.with_name(f"{base.name}.{fmt}"), mode=mode)
 
 
-def write_record(record: dict[str, Any], folder: Path) -> Path:
-    """The transformation record as ``<folder>/transformations.json`` (atomically)."""
-    path = Path(folder) / RECORD_FILE
-    write_bytes_atomic(json.dumps(plain_json(record), indent=2, sort_keys=True).encode(), path)
-    return path
+def write_record(record: TransformationRecord, folder: Path) -> Path:
+    """The transformation record as ``<folder>/transformations.json`` (atomically; sorted keys
+    and no final newline, as report folders have always held it)."""
+    return record.write(Path(folder) / RECORD_FILE, sort_keys=True, final_newline=False)
 
 
 def write_evaluation_report(spec: ReleaseSpec, evaluation: Evaluation, folder: Path) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def demo_spec(method: str, province_is_key: bool, **anonymization):
 
 
 def _province_error(result) -> float:
-    return result.record["utility"]["queries"]["prevalence_by_province"]
+    return result.record.utility.queries["prevalence_by_province"]
 
 
 def _min_class(data: pd.DataFrame, qis: list[str]) -> int:
@@ -65,7 +65,7 @@ def test_demo_mondrian_with_province_as_partition_key_is_exact(demo):
     result = anonymize(demo, spec)
     assert result.suppressed == 0 and len(result.data) == len(demo)
     assert _min_class(result.data, spec.quasi_identifiers) >= 5
-    assert result.record["classes"]["k"] >= 5
+    assert result.record.classes.k >= 5
     assert _province_error(result) == 0.0
     # the province column itself is published unchanged, row for row
     assert result.data["province"].equals(demo["province"])
@@ -81,7 +81,7 @@ def test_demo_mondrian_with_province_as_dimension_destroys_the_query(demo):
 def test_demo_global_with_partition_key_never_generalizes_it(demo):
     spec = demo_spec("global", province_is_key=True, max_suppression=0.05)
     result = anonymize(demo, spec)
-    assert "province" not in result.record["levels"]
+    assert "province" not in result.record.levels
     kept = result.data.index
     assert result.data["province"].equals(demo.loc[kept, "province"])
     assert _min_class(result.data, spec.quasi_identifiers) >= 5
@@ -113,13 +113,13 @@ def test_global_suppresses_only_failing_classes_within_budget():
             "d": {"role": "insensitive"}}
     spec = make_spec(cols, k=2, max_suppression=0.2, utility="loss")
     r = anonymize(df, spec)
-    assert r.record["levels"] == {"age": 1}
+    assert r.record.levels == {"age": 1}
     assert r.suppressed == 1 and list(r.data.index) == [0, 1, 2, 3]
     assert r.data["age"].astype(str).tolist() == ["20-24"] * 4
-    assert r.record["suppression"]["rows"] == 1 and r.record["suppression"]["share"] == pytest.approx(0.2)
+    assert r.record.suppression.rows == 1 and r.record.suppression.share == pytest.approx(0.2)
     # without budget the age must go to '*' (level 2)
     r = anonymize(df, make_spec(cols, k=2, max_suppression=0.0, utility="loss"))
-    assert r.record["levels"] == {"age": 2} and r.suppressed == 0
+    assert r.record.levels == {"age": 2} and r.suppressed == 0
 
 
 def test_record_hashes_levels_and_breakdowns():
@@ -132,17 +132,17 @@ def test_record_hashes_levels_and_breakdowns():
                      thresholds={"l_distinct": 2})
     r = anonymize(df, spec)
     rec = r.record
-    assert rec["method"] == "global" and rec["levels"] == {"age": 1}
+    assert rec.method == "global" and rec.levels == {"age": 1}
     # region S (90, 91) has a single y value: suppressed (l-distinct 2), 2 of 6 rows
     assert r.suppressed == 2
-    assert rec["suppression"]["by_partition_key"] == [{"region": "S", "suppressed": 2, "rows": 2, "share": 1.0}]
-    assert rec["suppression"]["by_query"]["y_by_region"][0]["region"] == "S"
-    assert rec["input_hash"] == table_hash(df) and rec["output_hash"] == table_hash(r.data)
-    assert rec["input_hash"] != rec["output_hash"]
-    assert rec["search"]["nodes_checked"] >= 1
+    assert rec.suppression.by_partition_key == [{"region": "S", "suppressed": 2, "rows": 2, "share": 1.0}]
+    assert rec.suppression.by_query["y_by_region"][0]["region"] == "S"
+    assert rec.input_hash == table_hash(df) and rec.output_hash == table_hash(r.data)
+    assert rec.input_hash != rec.output_hash
+    assert rec.search["nodes_checked"] >= 1
     # the region S prevalence is lost entirely: estimated 0 for 'a' (100 % in the input)
-    assert rec["utility"]["queries"]["y_by_region"] == pytest.approx(100.0)
-    json.dumps(rec)  # JSON-serializable
+    assert rec.utility.queries["y_by_region"] == pytest.approx(100.0)
+    json.dumps(rec.to_json())  # JSON-serializable
     # the same content hashes the same whatever its dtypes' flavour
     assert table_hash(df.astype({"region": "category"})) == table_hash(df)
 
@@ -194,7 +194,7 @@ def test_partition_too_small_is_an_error_or_suppressed_within_budget():
             anonymize(df, make_spec(cols, method=method, k=3, max_suppression=0.0))
         r = anonymize(df, make_spec(cols, method=method, k=3, max_suppression=0.15))
         assert r.suppressed == 1 and (r.data["prov"] == "A").all()
-        assert r.record["suppression"]["by_partition_key"][0]["prov"] == "B"
+        assert r.record.suppression.by_partition_key[0]["prov"] == "B"
     with pytest.raises(NoSolution, match=r"prov=B \(1 rows\)"):
         anonymize(df, make_spec(cols, method="mondrian", k=3))
 

@@ -68,10 +68,10 @@ def _check(df, spec, result):
     if len(data):
         sizes = data.groupby(qis, observed=True, dropna=False).size()
         assert sizes.min() >= k
-        assert result.record["classes"]["k"] >= k
+        assert result.record.classes.k >= k
     for col in spec.partition_keys + ["other"]:
         assert data[col].equals(df.loc[data.index, col])
-    assert result.record["rows_in"] == n and result.record["rows_out"] == len(data)
+    assert result.record.rows_in == n and result.record.rows_out == len(data)
 
 
 def _unreachable(df, spec) -> bool:
@@ -99,7 +99,7 @@ def test_global_recoding_with_suppression_properties(case, utility):
         return
     assert not _unreachable(df, spec)
     _check(df, spec, result)
-    assert set(result.record["levels"]) == set(spec.generalized_qis)
+    assert set(result.record.levels) == set(spec.generalized_qis)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -174,7 +174,7 @@ def test_cell_suppression_properties(case):
         return
     _check(df, spec, result)
     stars = sum(int((result.data[c].astype(str) == "*").sum()) for c in spec.generalized_qis)
-    assert stars >= result.record["suppression"]["cells_total"]  # every counted cell is a published '*'
+    assert stars >= result.record.suppression.cells_total  # every counted cell is a published '*'
 
 
 def test_empty_table_gives_an_empty_result():
@@ -186,4 +186,4 @@ def test_empty_table_gives_an_empty_result():
         "cat": {"role": "quasi"}, "other": {"role": "insensitive"},
     }
     r = anonymize(df, _spec(columns, "global", 5, 0.0))
-    assert len(r.data) == 0 and r.suppressed == 0 and r.record["rows_in"] == 0
+    assert len(r.data) == 0 and r.suppressed == 0 and r.record.rows_in == 0

@@ -99,12 +99,12 @@ def test_mondrian_with_two_partition_keys(case):
     if len(out):
         sizes = out.astype(str).groupby(["region", "year", "age", "zip"]).size()
         assert sizes.min() >= k
-        assert result.record["classes"]["k"] == sizes.min()
+        assert result.record.classes.k == sizes.min()
     # who was suppressed, by partition key (both keys named) and by the query's groups
-    by_key = {(e["region"], e["year"]): e["suppressed"] for e in result.record["suppression"]["by_partition_key"]}
+    by_key = {(e["region"], e["year"]): e["suppressed"] for e in result.record.suppression.by_partition_key}
     assert {key: n for key, n in by_key.items() if n} == {key: int(n) for key, n in small.items()}
     by_query = {(e["region"], e["year"]): e["suppressed"]
-                for e in result.record["suppression"]["by_query"]["dx_by_region_year"]}
+                for e in result.record.suppression.by_query["dx_by_region_year"]}
     assert {key: n for key, n in by_query.items() if n} == {key: int(n) for key, n in small.items()}
 
 
@@ -142,23 +142,23 @@ def test_pram_with_a_declared_matrix_is_recorded_and_reproducible():
     df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "dx": rng.choice(["a", "b", "c"], n),
                        "w": rng.normal(size=n)})
     first, again, other = _pram_run(df, 7), _pram_run(df, 7), _pram_run(df, 8)
-    rec = first.record["pram"]
-    assert rec["column"] == "dx" and rec["seed"] == 7
-    assert rec["matrix"] == {"a": {"a": 0.8, "b": 0.2}, "b": {"b": 1.0}, "c": {"a": 0.5, "c": 0.5}}
+    rec = first.record.pram
+    assert rec.column == "dx" and rec.seed == 7
+    assert rec.matrix == {"a": {"a": 0.8, "b": 0.2}, "b": {"b": 1.0}, "c": {"a": 0.5, "c": 0.5}}
     published = first.data["dx"].astype(str)
     original = df.loc[first.data.index, "dx"]
     # transitions with probability 0 never happen
     assert (published[original == "b"] == "b").all()
     assert set(published[original == "a"]) <= {"a", "b"}
     assert set(published[original == "c"]) <= {"a", "c"}
-    assert rec["rows_changed"] == int((published != original).sum()) > 0
+    assert rec.rows_changed == int((published != original).sum()) > 0
     # roughly half of the c's moved (binomial, 400 rows: far inside ±5 sd)
     moved_c = (published[original == "c"] == "a").mean()
     assert 0.3 < moved_c < 0.7
     assert (again.data["dx"].astype(str) == published).all()
-    assert again.record["output_hash"] == first.record["output_hash"]
-    assert other.record["output_hash"] != first.record["output_hash"]
-    assert other.record["input_hash"] == first.record["input_hash"]
+    assert again.record.output_hash == first.record.output_hash
+    assert other.record.output_hash != first.record.output_hash
+    assert other.record.input_hash == first.record.input_hash
 
 
 def test_pram_matrix_with_rows_not_summing_to_one_is_refused():
@@ -187,14 +187,14 @@ def test_cell_suppression_spends_the_least_important_column_first():
                                "utility": "loss"}, {"k": 2},
                      [{"name": "q", "group_by": ["prov"], "target": "dx"}])
     result = anonymize(df, spec)
-    assert result.record["levels"] == {"sex": 0, "age": 1}
+    assert result.record.levels == {"sex": 0, "age": 1}
     assert result.suppressed == 0 and len(result.data) == 10
     assert list(result.data["sex"].astype(str)) == ["F", "F", "M", "M", "*", "*", "F", "F", "M", "M"]
     assert set(result.data["age"].astype(str)) == {"30-39", "40-49"}
-    assert result.record["suppression"]["cells"] == {"sex": 2, "age": 0}
-    cell = result.record["cell_suppression"]
-    assert cell["rows_with_cells_suppressed"] == 2
-    assert [(e["prov"], e["suppressed"]) for e in cell["by_partition_key"] if e["suppressed"]] == [("A", 2)]
+    assert result.record.suppression.cells == {"sex": 2, "age": 0}
+    cell = result.record.cell_suppression
+    assert cell.rows_with_cells_suppressed == 2
+    assert [(e["prov"], e["suppressed"]) for e in cell.by_partition_key if e["suppressed"]] == [("A", 2)]
     assert result.data["prov"].tolist() == df["prov"].tolist()
 
 
@@ -209,9 +209,9 @@ def test_record_hashes_reproducible_and_index_independent():
     first, second = anonymize(df, spec), anonymize(df, spec)
     relabelled = anonymize(df.set_axis(pd.Index(np.arange(n) * 10 + 3)), spec)
     for key in ("input_hash", "output_hash", "levels", "seed"):
-        assert first.record[key] == second.record[key] == relabelled.record[key]
-    assert first.record["seed"] == 5
-    assert len(first.record["input_hash"]) == 64
+        assert getattr(first.record, key) == getattr(second.record, key) == getattr(relabelled.record, key)
+    assert first.record.seed == 5
+    assert len(first.record.input_hash) == 64
     changed = df.copy()
     changed.loc[0, "dx"] = "b" if changed.loc[0, "dx"] == "a" else "a"
-    assert anonymize(changed, spec).record["input_hash"] != first.record["input_hash"]
+    assert anonymize(changed, spec).record.input_hash != first.record.input_hash

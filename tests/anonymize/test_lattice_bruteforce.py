@@ -131,7 +131,7 @@ def test_discernibility_optimum_equals_brute_force(df, thresholds, k, max_sup):
         return
     result = anonymize(df, spec)
     best = min(v for _, v in feasible)
-    chosen = result.record["levels"]
+    chosen = result.record.levels
     assert chosen in [lv for lv, _ in feasible], "the chosen node must satisfy the policy"
     assert math.isclose([v for lv, v in feasible if lv == chosen][0], best)
     assert result.suppressed + len(result.data) == len(df)
@@ -151,12 +151,12 @@ def test_query_utility_optimum_equals_brute_force(df, k, max_sup):
         return
     result = anonymize(df, spec)
     best = min(v for _, v in feasible)
-    chosen = result.record["levels"]
+    chosen = result.record.levels
     got = [v for lv, v in feasible if lv == chosen]
     assert got, f"chosen node {chosen} does not satisfy the policy"
     assert got[0] == pytest.approx(best, abs=1e-6)
-    assert result.record["utility"]["queries"]["dx_by_sex"] == pytest.approx(got[0], abs=1e-6)
-    assert result.record["utility"]["value"] == pytest.approx(got[0], abs=1e-6)
+    assert result.record.utility.queries["dx_by_sex"] == pytest.approx(got[0], abs=1e-6)
+    assert result.record.utility.value == pytest.approx(got[0], abs=1e-6)
 
 
 def test_two_level_qi_hand_computed_loss():
@@ -176,11 +176,11 @@ def test_two_level_qi_hand_computed_loss():
         "policy": {"thresholds": {"k": 3}}, "publication": {"path": "o.parquet"},
     })
     result = anonymize(df, spec)
-    assert result.record["levels"] == {"sex": 0, "age": 2}
-    assert result.record["utility"]["value"] == pytest.approx(0.5)
+    assert result.record.levels == {"sex": 0, "age": 2}
+    assert result.record.utility.value == pytest.approx(0.5)
     assert set(result.data["age"].astype(str)) == {"*"}
     assert list(result.data["sex"]) == list(df["sex"])
-    frontier = {tuple(sorted(n["levels"].items())): n["loss"] for n in result.record["search"]["frontier"]}
+    frontier = {tuple(sorted(n["levels"].items())): n["loss"] for n in result.record.search["frontier"]}
     assert frontier[(("age", 1), ("sex", 1))] == pytest.approx(0.7)
 
 

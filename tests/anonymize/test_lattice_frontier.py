@@ -75,12 +75,12 @@ def test_complete_frontier_equals_brute_force_and_partial_is_a_subset(df, k, max
         with pytest.raises(NoSolution):
             anonymize(df, spec)
         return
-    search = anonymize(df, spec).record["search"]
+    search = anonymize(df, spec).record.search
     assert search["frontier_complete"] is True
     got = {tuple(n["levels"][q] for q in QIS): n["suppressed_rows"] for n in search["frontier"]}
     assert got == truth
     assert all(n["loss"] is not None for n in search["frontier"])  # k alone: every one satisfies
-    partial = anonymize(df, make_spec(k, max_sup, "partial")).record["search"]
+    partial = anonymize(df, make_spec(k, max_sup, "partial")).record.search
     got_p = {tuple(n["levels"][q] for q in QIS): n["suppressed_rows"] for n in partial["frontier"]}
     assert got_p.items() <= truth.items()
     if partial["frontier_complete"]:

@@ -50,11 +50,11 @@ def test_anonymize_with_cell_suppression_keeps_rows():
     }
     r = anonymize(df, spec_from_dict(raw, REPO / "s.yaml"))
     rows_sup = r.suppressed
-    cells = r.record["suppression"]["cells"]
+    cells = r.record.suppression.cells
     assert r.data.astype(str).groupby(["age", "zip"]).size().min() >= 5
     assert len(r.data) + rows_sup == n
     # the chosen node leaves rows in small classes: their cells, not the rows, are suppressed
-    assert r.record["search"]["best"]["suppressed_rows"] > 0 and rows_sup == 0
+    assert r.record.search["best"]["suppressed_rows"] > 0 and rows_sup == 0
     # zip is less important than age: suppressed first (age only where zip alone did not do)
     assert cells["zip"] >= cells["age"] and cells["zip"] > 0
     assert (r.data["zip"].astype(str) == "*").sum() == cells["zip"]
@@ -72,12 +72,12 @@ def test_record_breaks_cell_suppression_down_by_partition_key():
     r = anonymize(df, spec_from_dict(raw, REPO / "s.yaml"))
     # level 1 (20-29) leaves age 60 alone in A: its age cell becomes '*', joined by nobody ->
     # still alone, so the row goes whole; nothing else is touched
-    assert r.record["levels"] == {"age": 1}
-    assert r.suppressed == 1 and r.record["cell_suppression"]["rows_with_cells_suppressed"] == 0
+    assert r.record.levels == {"age": 1}
+    assert r.suppressed == 1 and r.record.cell_suppression.rows_with_cells_suppressed == 0
     df2 = pd.concat([df, pd.DataFrame({"age": [70], "p": ["A"]})], ignore_index=True)
     raw["anonymization"]["max_suppression"] = 0.25  # the search's budget: 2 rows may need treatment
     r2 = anonymize(df2, spec_from_dict(raw, REPO / "s.yaml"))
     # 60 and 70 in A: each alone at level 1, together as ('*', A)
-    assert r2.suppressed == 0 and r2.record["suppression"]["cells"] == {"age": 2}
-    assert r2.record["cell_suppression"]["by_partition_key"] == [{"p": "A", "suppressed": 2, "rows": 6,
+    assert r2.suppressed == 0 and r2.record.suppression.cells == {"age": 2}
+    assert r2.record.cell_suppression.by_partition_key == [{"p": "A", "suppressed": 2, "rows": 6,
                                                                   "share": pytest.approx(2 / 6, abs=1e-6)}]

@@ -65,4 +65,4 @@ def test_anonymize_microaggregation_blocks_by_categorical_qis():
     assert r.data["sex"].equals(df["sex"]) and r.data["age"].dtype == df["age"].dtype
     # means per sex are preserved by microaggregation (up to integer rounding)
     assert abs(r.data.groupby("sex")["income"].mean() - df.groupby("sex")["income"].mean()).max() < 1e-6
-    assert 0 < r.record["microaggregation"]["sse_share"] < 0.2
+    assert 0 < r.record.microaggregation.sse_share < 0.2

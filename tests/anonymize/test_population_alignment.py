@@ -8,6 +8,7 @@ The same population through Dagster's gate: tests/dagster/test_population_gate.p
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,9 @@ from hypothesis import strategies as st
 
 from anon_dagster.anonymize import anonymize
 from anon_dagster.anonymize.population import generalize_population
+from anon_dagster.anonymize.record import TransformationRecord
 from anon_dagster.errors import DataError, SpecError, UserError
+from anon_dagster.io import plain_json
 from anon_dagster.release import gate as policy
 from anon_dagster.spec import load_spec
 from tests.support.population import brute_force_f
@@ -48,9 +51,14 @@ def make_spec(tmp: Path, method: str = "global", k: int = 2, population: dict | 
     return load_spec(path)
 
 
-def roundtrip(record: dict) -> dict:
-    """The record as stored on disk (JSON), the only form the gate sees later."""
-    return json.loads(json.dumps(record, default=str))
+def roundtrip(record: TransformationRecord) -> dict:
+    """The record's JSON as stored on disk, the only form the gate sees later."""
+    return json.loads(json.dumps(plain_json(record.to_json())))
+
+
+def stored(record: TransformationRecord) -> TransformationRecord:
+    """The record read back from its stored JSON."""
+    return TransformationRecord.from_json(roundtrip(record))
 
 
 def f_per_class(published: pd.DataFrame, generalized: pd.DataFrame, qis: list[str],
@@ -91,8 +99,8 @@ def test_global_recoding_hand_computed(tmp_path):
 def test_cell_suppression_star_matches_every_value(tmp_path):
     published = pd.DataFrame({"age": ["20-29", "*"], "sex": ["F", "M"], "region": ["N", "N"]})
     spec = make_spec(tmp_path, suppression="cells")
-    record = {"method": "global", "levels": {"age": 1, "sex": 0},
-              "suppression": {"cells": {"age": 1}}}
+    base = anonymize(POP, spec).record  # a complete record, then the levels and cells of this case
+    record = replace(base, levels={"age": 1, "sex": 0}, suppression=replace(base.suppression, cells={"age": 1}))
     g = generalize_population(POP, spec, record, published)
     f = f_per_class(published, g, ["age", "sex", "region"])
     # 20-29 F N: 21, 25 -> 2 ; (any age) M N: 29, 23, 31 -> 3
@@ -163,7 +171,7 @@ def test_measure_with_record_places_the_raw_population(tmp_path):
     sample = pop.sample(100, random_state=8).reset_index(drop=True)
     spec = make_spec(tmp_path, method="mondrian", k=4)
     result = anonymize(sample, spec)
-    m = policy.measure(spec, result.data, pop, roundtrip(result.record))
+    m = policy.measure(spec, result.data, pop, stored(result.record))
     f = brute_force_f(result.data, pop)
     assert m["journalist_max"] == pytest.approx(1 / min(f.values()))
 
@@ -171,7 +179,9 @@ def test_measure_with_record_places_the_raw_population(tmp_path):
 def test_microaggregation_has_no_population_f(tmp_path):
     pop = random_population(9, 100)
     spec = make_spec(tmp_path, method="microaggregation", k=3)
-    assert generalize_population(pop, spec, {"method": "microaggregation"}) is None
+    result = anonymize(pop.sample(60, random_state=1).reset_index(drop=True), spec)
+    assert result.record.microaggregation is not None
+    assert generalize_population(pop, spec, result.record) is None
 
 
 def test_population_lacking_a_qi_is_a_clear_error_unless_qis_declared(tmp_path):
@@ -202,8 +212,8 @@ def test_a_record_of_another_table_is_refused(tmp_path):
     result = anonymize(sample, spec)
     other = anonymize(pop.sample(60, random_state=3).reset_index(drop=True), spec)
     with pytest.raises(DataError, match="output hash differs"):
-        policy.population_in_classes(spec, result.data, roundtrip(other.record))
-    assert policy.population_in_classes(spec, result.data, roundtrip(result.record)) is not None
+        policy.population_in_classes(spec, result.data, stored(other.record))
+    assert policy.population_in_classes(spec, result.data, stored(result.record)) is not None
 
 
 # ----- property: a sample's classes are all found in the population ------------------------------

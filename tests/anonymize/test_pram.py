@@ -66,8 +66,8 @@ def test_anonymize_publishes_the_matrix_in_the_record():
         "publication": {"path": "p.csv"},
     }
     r = anonymize(df, spec_from_dict(raw, REPO / "s.yaml"))
-    assert r.record["pram"]["matrix"] == {"a": {"a": 0.7, "b": 0.3}, "b": {"b": 1.0}}
-    assert r.record["pram"]["seed"] == 7
-    changed = r.record["pram"]["rows_changed"]
+    assert r.record.pram.matrix == {"a": {"a": 0.7, "b": 0.3}, "b": {"b": 1.0}}
+    assert r.record.pram.seed == 7
+    changed = r.record.pram.rows_changed
     assert changed == int((r.data["d"] != df["d"]).sum()) and changed > 0
     assert (r.data.loc[df["d"] == "b", "d"] == "b").all()

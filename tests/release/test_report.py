@@ -303,7 +303,7 @@ def test_frontier_table_and_plot_from_a_global_record():
     spec = _two_qi_spec()
     result = anonymize(TWO_QI, spec)
     inputs = report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
-                           class_sizes=[3, 3], anonymization_record=result.record, evaluated_at=WHEN)
+                           class_sizes=[3, 3], anonymization_record=result.record.to_json(), evaluated_at=WHEN)
     report = build_report(inputs)
     fr = report["measures"]["frontier"]
     assert fr["available"] and fr["complete"] is True and fr["metric"] == "loss"
@@ -332,7 +332,7 @@ def test_frontier_completeness_is_printed():
     from anon_dagster.anonymize import anonymize
 
     spec = _two_qi_spec(max_sup=0.2, frontier="complete")
-    record = anonymize(TWO_QI, spec).record
+    record = anonymize(TWO_QI, spec).record.to_json()  # report inputs hold the record's JSON
     assert record["search"]["frontier_complete"] is True
     md = render_markdown(build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
                                                     anonymization_record=record, evaluated_at=WHEN)))
@@ -384,7 +384,7 @@ def test_mondrian_report_says_there_is_no_frontier():
     spec = _two_qi_spec(method="mondrian")
     result = anonymize(TWO_QI, spec)
     report = build_report(report_inputs(spec, partition="", data_hash="d" * 64, measures={"k": 3},
-                                        anonymization_record=result.record, evaluated_at=WHEN))
+                                        anonymization_record=result.record.to_json(), evaluated_at=WHEN))
     fr = report["measures"]["frontier"]
     assert fr["available"] is False
     md = render_markdown(report)
