@@ -1,0 +1,210 @@
+"""Person-level risk: the unit of privacy is the person, not the row.
+
+When the published rows carry something that links the rows of one person (a pseudonymized
+identifier, the composition person), an adversary who knows a person's quasi-identifiers at
+each of their events finds *every* class holding one of their rows, and the persons who share
+all of them are the candidates. So:
+
+- a person's *key* is the multiset of the equivalence classes of all their rows (class ``c``
+  appearing ``m`` times when ``m`` of their rows are in ``c``);
+- a *person class* is a set of persons with the same key; its *size* is its number of persons;
+- ``k`` (per person) is the smallest person-class size; the prosecutor risk of a person is
+  1 / the size of their person class; ``prosecutor_avg`` is the mean over persons (= person
+  classes / persons), ``prosecutor_max`` the largest, ``uniques_fraction`` the share of persons
+  alone in their person class;
+- the sensitive values of a person are the distinct values over their rows; a person class's
+  distribution gives each of its persons weight 1, split equally over that person's distinct
+  values. ``l_distinct`` is the smallest number of distinct values in a person class,
+  ``l_entropy`` exp of the smallest Shannon entropy (natural log) of the distribution,
+  ``t_closeness`` the largest total-variation distance between a person class's distribution and
+  the table's (persons weighted the same way);
+- journalist risk of a person is 1 / F with F the smallest population class size over their
+  classes (every person matching the whole key matches each of its classes, so this F is an
+  upper bound on the candidates and the risk a lower bound — stated as such).
+
+With one row per person every figure equals its row-level counterpart. Nothing loops over
+rows or persons in Python: a key's fingerprint is the sum of its elements' 64-bit hashes (twice,
+independently, with its length), so keys are grouped without ordering them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .classes import EquivalenceClasses, factorize_column
+
+
+def _runs(sorted_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start positions and lengths of the runs of equal values in a sorted array."""
+    if len(sorted_key) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = np.empty(len(sorted_key), dtype=bool)
+    change[0] = True
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    return starts, np.diff(np.append(starts, len(sorted_key)))
+
+
+def _distinct(key: np.ndarray, space: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a non-negative int64 array (sorted) and how often each occurs.
+
+    Counted by ``bincount`` when the key space (``space``, values in [0, space)) is at most a
+    few times the keys, else by a sort — not ``np.unique``'s hash table, several times slower
+    on a million keys.
+    """
+    if space is not None and space <= 8 * max(len(key), 1 << 16):
+        counts = np.bincount(key, minlength=space)
+        present = np.flatnonzero(counts)
+        return present.astype(np.int64), counts[present]
+    ordered = np.sort(key)
+    starts, counts = _runs(ordered)
+    return ordered[starts], counts
+
+
+def _dense_codes(key: np.ndarray) -> np.ndarray:
+    """Dense codes (0..n-1, in key order) of an int64 or uint64 array."""
+    order = np.argsort(key, kind="stable")
+    starts, lengths = _runs(key[order])
+    codes = np.empty(len(key), dtype=np.int64)
+    codes[order] = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
+    return codes
+
+
+def _mix(x: np.ndarray, seed: int) -> np.ndarray:
+    """splitmix64 of ``x`` (uint64) under ``seed``: a 64-bit hash, evenly spread."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+@dataclass
+class PersonClasses:
+    """The person classes of a table (see the module docstring).
+
+    ``person_of_row`` gives each row's person code (0..n_persons-1, by position);
+    ``person_class`` each person's person class; ``sizes`` each person class's persons.
+    """
+
+    person_of_row: np.ndarray
+    person_class: np.ndarray
+    sizes: np.ndarray
+
+    @property
+    def n_persons(self) -> int:
+        return int(len(self.person_class))
+
+    @property
+    def n_classes(self) -> int:
+        return int(len(self.sizes))
+
+    @classmethod
+    def build(cls, classes: EquivalenceClasses, persons: pd.Series) -> PersonClasses:
+        """Person classes from the row classes and each row's person (by position).
+
+        A missing person value is a person of its own for each such row (an unlinked row
+        links to nobody).
+        """
+        if len(persons) != classes.n_rows:
+            raise ValueError(f"{len(persons)} person values for {classes.n_rows} rows")
+        codes, n_known = factorize_column(pd.Series(persons).reset_index(drop=True))
+        codes = codes.astype(np.int64)
+        missing = pd.isna(pd.Series(persons).reset_index(drop=True)).to_numpy()
+        if missing.any():  # each unlinked row its own person, after the known ones
+            codes = codes.copy()
+            codes[missing] = n_known + np.arange(int(missing.sum()))
+            codes = _dense_codes(codes)
+        n_persons = int(codes.max()) + 1 if len(codes) else 0
+        n_classes = max(classes.n_classes, 1)
+        # the distinct (person, class) elements of each key, with their multiplicity
+        element, counts = _distinct(codes * n_classes + classes.row_class.astype(np.int64), n_persons * n_classes)
+        person = element // n_classes
+        item = (element % n_classes) * np.int64(1 << 20) + np.minimum(counts, (1 << 20) - 1)
+        # A key is a multiset, so its fingerprint is the sum of its elements' hashes (order-free):
+        # two independent 64-bit sums and the key's length. Two different keys share all three
+        # with probability about 2**-128 per pair of persons.
+        starts, _ = _runs(person)
+        with np.errstate(over="ignore"):
+            h1 = np.add.reduceat(_mix(item, 1), starts) if len(starts) else np.zeros(0, np.uint64)
+            h2 = np.add.reduceat(_mix(item, 2), starts) if len(starts) else np.zeros(0, np.uint64)
+        length = np.diff(np.append(starts, len(person))).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            fingerprint = h1 ^ _mix(h2 ^ (length << np.uint64(40)), 3)
+        group = _dense_codes(fingerprint) if n_persons else np.zeros(0, dtype=np.int64)
+        sizes = np.bincount(group) if n_persons else np.zeros(0, dtype=np.int64)
+        return cls(codes, group, sizes.astype(np.int64))
+
+    def figures(self) -> dict[str, Any]:
+        """k, prosecutor risks and uniques per person (keys as in the row-level contract)."""
+        if self.n_persons == 0:
+            return {"persons": 0, "person_classes": 0}
+        per_person = self.sizes[self.person_class]
+        return {
+            "persons": self.n_persons, "person_classes": self.n_classes, "k": int(self.sizes.min()),
+            "prosecutor_max": float(1.0 / self.sizes.min()), "prosecutor_avg": float(self.n_classes / self.n_persons),
+            "uniques_fraction": float((per_person == 1).sum() / self.n_persons),
+        }
+
+    def sensitive_figures(self, values: pd.Series) -> dict[str, float]:
+        """l_distinct, l_entropy and t_closeness (total variation) per person of one sensitive column."""
+        vcodes, n_values = factorize_column(pd.Series(values).reset_index(drop=True))
+        vcodes = vcodes.astype(np.int64)
+        pairs, _ = _distinct(self.person_of_row * max(n_values, 1) + vcodes,
+                             self.n_persons * max(n_values, 1))  # distinct (person, value)
+        person, value = pairs // max(n_values, 1), pairs % max(n_values, 1)
+        held = np.bincount(person, minlength=self.n_persons)
+        weight = 1.0 / held[person]  # a person's weight 1, split over their distinct values
+        cell_key = self.person_class[person] * max(n_values, 1) + value
+        space = self.n_classes * max(n_values, 1)
+        if space <= 8 * max(len(cell_key), 1 << 16):  # a lookup table: cheaper than a search
+            index = np.zeros(space, dtype=np.int64)
+            present = np.flatnonzero(np.bincount(cell_key, minlength=space))
+            index[present] = np.arange(len(present))
+            cell = index[cell_key]
+        else:
+            cell = _dense_codes(cell_key)
+        cls_of_cell = np.zeros(int(cell.max()) + 1, dtype=np.int64)
+        val_of_cell = np.zeros_like(cls_of_cell)
+        cls_of_cell[cell] = self.person_class[person]
+        val_of_cell[cell] = value
+        mass = np.bincount(cell, weights=weight)
+        p = mass / self.sizes[cls_of_cell]
+        distinct = np.bincount(cls_of_cell, minlength=self.n_classes)
+        entropy = -np.bincount(cls_of_cell, weights=p * np.log(p), minlength=self.n_classes)
+        table = np.bincount(value, weights=weight, minlength=n_values) / self.n_persons
+        tv = 0.5 * (np.bincount(cls_of_cell, weights=np.abs(p - table[val_of_cell]) - table[val_of_cell],
+                                minlength=self.n_classes) + 1.0)
+        return {"l_distinct": int(distinct.min()), "l_entropy": float(np.exp(entropy.min())),
+                "t_closeness": float(tv.max())}
+
+
+def person_figures(classes: EquivalenceClasses, persons: pd.Series, sensitive: pd.DataFrame | None = None,
+                   population_sizes: np.ndarray | None = None) -> dict[str, Any]:
+    """Every person-level figure of a table (see the module docstring).
+
+    ``population_sizes`` is F per row class (journalist risk per person, a lower bound);
+    ``sensitive`` the sensitive columns (the worst over them, as at row level).
+    """
+    pc = PersonClasses.build(classes, persons)
+    out = pc.figures()
+    if sensitive is not None and len(sensitive.columns) and pc.n_persons:
+        per_column = [pc.sensitive_figures(sensitive[c]) for c in sensitive.columns]
+        out["l_distinct"] = min(f["l_distinct"] for f in per_column)
+        out["l_entropy"] = min(f["l_entropy"] for f in per_column)
+        out["t_closeness"] = max(f["t_closeness"] for f in per_column)
+    if population_sizes is not None and pc.n_persons:
+        f_row = np.asarray(population_sizes, dtype=float)[classes.row_class]
+        f_person = np.full(pc.n_persons, np.inf)
+        np.minimum.at(f_person, pc.person_of_row, f_row)
+        risk = 1.0 / np.maximum(f_person, 1.0)
+        out["journalist_max"] = float(risk.max())
+        out["journalist_avg"] = float(risk.mean())
+    return out
+
+
+__all__ = ["PersonClasses", "person_figures"]
