@@ -3,11 +3,13 @@
 Definitions (the formats are stable; :func:`pseudonym_pattern` gives the matching regex):
 
 * **normalization** — before anything is keyed, an identifier is turned into text and, as the
-  column declares, trimmed of surrounding white space, case-folded (``upper`` / ``lower``) and
+  column declares, trimmed of surrounding white space, case-mapped (``upper`` / ``lower``) and
   put in a Unicode normal form (``NFC`` / ``NFKC``), so that ``" 1234a"`` and ``"1234A"`` give
   one pseudonym when the column says they are one person. A value that is missing, or empty
   after normalization, stays missing: it never receives a pseudonym (a shared pseudonym for
-  every missing value would link unrelated people).
+  every missing value would link unrelated people). The ledger's linkage pseudonyms use the
+  same function (:data:`PERSON_NORMALIZATION` when the person column is not pseudonymized,
+  with full Unicode case folding, ``fold``).
 * **hmac** — ``HMAC-SHA256(K, utf8(value))`` truncated to its first 16 bytes (128 bits) and
   written as 32 lowercase hex digits, where ``K`` is the per-purpose subkey
   ``HKDF-SHA256(master_v, info=["anon_dagster", "pseudonym", "hmac", purpose, v])``. One-way:
@@ -33,6 +35,7 @@ import importlib
 import re
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -108,6 +111,40 @@ def _as_text(values: pd.Series | Sequence, column: str) -> pa.Array:
     return arr
 
 
+CASES = ("keep", "upper", "lower", "fold")
+UNICODE_FORMS = ("NFC", "NFKC", "none")
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """The options of :func:`normalize_identifiers` (a spec's ``normalize`` block has the same fields)."""
+
+    trim: bool = True
+    case: str = "keep"
+    unicode: str = "NFC"
+
+
+# How the ledger spells a person whose column is not pseudonymized (no published pseudonym fixes
+# the spelling): only encoding differences are removed, never content. NFKC makes compatibility
+# forms (full-width digits, ligatures, non-breaking spaces) one character; surrounding white space
+# never tells two people apart; full case folding makes "straße" and "STRASSE" one. Treating two
+# spellings as one person can only make the composition check stricter, never blind it.
+PERSON_NORMALIZATION = Normalization(trim=True, case="fold", unicode="NFKC")
+
+
+def _casefold(arr: pa.Array, unicode: str) -> pa.Array:
+    """Full Unicode case folding (``str.casefold``: ``ß`` → ``ss``, ``ς`` → ``σ``), then the
+    Unicode form again (folding may leave a string outside it). ASCII text only needs lower case."""
+    if pc.all(pc.string_is_ascii(arr)).as_py() is not False:
+        return pc.utf8_lower(arr)
+    encoded = arr.dictionary_encode()
+    folded = [v.casefold() for v in encoded.dictionary.to_pylist()]
+    dictionary = pa.array(folded, type=arr.type)
+    if unicode in ("NFC", "NFKC"):
+        dictionary = pc.utf8_normalize(dictionary, form=unicode)
+    return pc.take(dictionary, encoded.indices)
+
+
 def normalize_identifiers(
     values: pd.Series | Sequence,
     *,
@@ -116,7 +153,16 @@ def normalize_identifiers(
     unicode: str = "NFC",
     column: str = "<values>",
 ) -> pa.Array:
-    """Normalized identifiers as an Arrow string array; missing or empty → null."""
+    """Normalized identifiers as an Arrow string array; missing or empty → null.
+
+    ``case``: ``keep``, ``upper`` / ``lower`` (character by character, Arrow's kernels) or
+    ``fold`` (full Unicode case folding); ``unicode``: ``NFC``, ``NFKC`` or ``none``. Other
+    values are refused rather than silently ignored.
+    """
+    if case not in CASES:
+        raise ValueError(f"unknown case normalization {case!r} ({', '.join(CASES)})")
+    if unicode not in UNICODE_FORMS:
+        raise ValueError(f"unknown Unicode normalization {unicode!r} ({', '.join(UNICODE_FORMS)})")
     arr = _as_text(values, column)
     if trim:
         arr = pc.utf8_trim_whitespace(arr)
@@ -130,6 +176,8 @@ def normalize_identifiers(
         arr = pc.utf8_upper(arr)
     elif case == "lower":
         arr = pc.utf8_lower(arr)
+    elif case == "fold" and len(arr):
+        arr = _casefold(arr, unicode)
     empty = pc.equal(pc.utf8_length(arr), 0)
     return pc.if_else(empty, pa.scalar(None, arr.type), arr)
 

@@ -38,6 +38,7 @@ from ..spec import ReleaseSpec, check_data
 from . import gate
 from .evaluation import CheckResult, Evaluation
 from .ledger import Ledger, dataset_hash, linkage_pseudonyms
+from .ledger.linkage import person_normalization
 
 LINKAGE_PURPOSE = "ledger-linkage"
 
@@ -113,9 +114,12 @@ def pseudonymize(spec: ReleaseSpec, raw: pd.DataFrame, keystore: Any | None, *,
 
 
 def linkage_column(spec: ReleaseSpec, table: pd.DataFrame, keystore: Any) -> Any:
-    """Each row's linkage pseudonym of ``composition.person`` (the ``ledger-linkage`` subkey)."""
+    """Each row's linkage pseudonym of ``composition.person``: the identifier spelled as the
+    published pseudonym spells it (:func:`~.ledger.linkage.person_normalization`), keyed with the
+    ``ledger-linkage`` subkey, which key rotation does not change (see the key store)."""
     key = keystore.derive_key(LINKAGE_PURPOSE)
-    return linkage_pseudonyms(table[spec.composition.person].reset_index(drop=True), key)
+    return linkage_pseudonyms(table[spec.composition.person].reset_index(drop=True), key,
+                              normalize=person_normalization(spec))
 
 
 # ----- anonymize -------------------------------------------------------------------------------

@@ -299,7 +299,9 @@ def test_external_backend_expands_locally_from_one_remote_mac_per_version():
                           info=b'["anon_dagster","internal","ledger-linkage",1]').derive(prk)
     assert a == expected
     ks.rotate()
-    assert ks.current_version == 2 and ks.derive_key("ledger-linkage") != a
+    # an ordinary subkey follows the new version; the ledger's linkage key is pinned to version 1
+    assert ks.current_version == 2 and ks.derive_key("audit-log") != b
+    assert ks.derive_key("ledger-linkage") == a
 
 
 def test_keystore_cannot_be_pickled(store_path):
@@ -311,12 +313,16 @@ def test_keystore_cannot_be_pickled(store_path):
     assert "keystore.json" in repr(ks) and "versions [1]" in repr(ks)
 
 
-def test_open_keystore_prefers_env_master_key_over_file(store_path, monkeypatch):
+def test_open_keystore_refuses_a_master_key_beside_a_key_file(store_path, monkeypatch):
     init_keystore(store_path, PASS, scrypt_n=FAST_N)
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE", str(store_path))
     monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", PASS)
     assert isinstance(open_keystore().backend, FileKeyBackend)
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
+    # no precedence: two sources are two key stores (tests/pseudonymize/test_key_sources.py)
+    with pytest.raises(SecretError, match="ANON_DAGSTER_MASTER_KEY and ANON_DAGSTER_KEYSTORE"):
+        open_keystore()
+    monkeypatch.delenv("ANON_DAGSTER_KEYSTORE")
     assert isinstance(open_keystore().backend, EnvKeyBackend)
 
 

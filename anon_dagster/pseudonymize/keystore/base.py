@@ -9,6 +9,12 @@ use with HKDF-SHA256 (RFC 5869), whose ``info`` is the JSON list
 * internal keys, :meth:`KeyStore.derive_key`: ``["anon_dagster", "internal", purpose, v]`` for
   ``"ledger-linkage"``, ``"data-at-rest"``, ``"audit-log"``, ``"token-vault:<purpose>"``…
 
+Every subkey follows the current key version, except the *pinned* ones
+(:data:`PINNED_VERSIONS`): the ledger's linkage key is always derived from key version
+:data:`LINKAGE_KEY_VERSION`, so ``keys rotate`` never changes how the ledger recognizes a person
+(a rotation that changed it would make every earlier publication look like other people, and
+the composition check would pass blind).
+
 A :class:`KeyBackend` holds the master keys: in memory (:class:`_MemoryKeys`, HKDF on the key
 itself) or in an external service (:class:`ExternalKeyBackend`, HKDF-Expand of one MAC per key
 version computed by the service).
@@ -25,6 +31,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF, HKDFExpand
 
 from ...errors import SecretError
+from .anchor import AnchorStore, StateFileAnchor
 
 ENV_KEYSTORE = "ANON_DAGSTER_KEYSTORE"
 ENV_PASSPHRASE = "ANON_DAGSTER_KEYSTORE_PASSPHRASE"
@@ -34,6 +41,13 @@ ENV_STATE = "ANON_DAGSTER_KEYSTORE_STATE"
 ENV_VAULT_KEY = "ANON_DAGSTER_VAULT_KEY"  # read by the Vault backend (vault.py)
 
 MASTER_KEY_BYTES = 32
+
+LINKAGE_PURPOSE = "ledger-linkage"
+LINKAGE_KEY_VERSION = 1
+# Internal purposes whose key outlives rotation: purpose -> the key version it is derived from.
+# The linkage pseudonyms never leave the ledger, and the ledger keeps those of every earlier
+# publication: a new key version would not protect them, only make them unrecognizable.
+PINNED_VERSIONS: dict[str, int] = {LINKAGE_PURPOSE: LINKAGE_KEY_VERSION}
 
 
 def hkdf_info(family: str, *labels: str | int) -> bytes:
@@ -82,6 +96,16 @@ class KeyBackend(ABC):
     def describe(self) -> str:
         """A line safe to show: the backend kind and where the store is (no key material)."""
         return self.kind
+
+    def anchor_store(self) -> AnchorStore | None:
+        """Where the backend itself records the audit anchor, or None when it has no storage.
+
+        None (the default: keys from the environment, an external service) puts the anchor in
+        the key store's state folder (:class:`~.anchor.StateFileAnchor`); a backend with storage
+        of its own that the log's writers cannot reset (a KMS or Vault KV with check-and-set)
+        can return an :class:`~.anchor.AnchorStore` of its own.
+        """
+        return None
 
     def __reduce__(self):  # keys must not leak into pickles (process pools, Dagster metadata)
         raise TypeError("key backends cannot be serialized")
@@ -181,8 +205,12 @@ class KeyStore:
     def _resolve(self, version: int | None) -> int:
         return self.current_version if version is None else int(version)
 
+    @staticmethod
+    def _cache_key(info: bytes, length: int) -> bytes:
+        return info + b"|" + str(length).encode()
+
     def _derive(self, version: int, info: bytes, length: int) -> bytes:
-        cache_key = info + b"|" + str(length).encode()
+        cache_key = self._cache_key(info, length)
         if cache_key not in self._cache:
             self._cache[cache_key] = self.backend.derive(version, info, length)
         return self._cache[cache_key]
@@ -190,11 +218,29 @@ class KeyStore:
     def derive_key(self, purpose: str, version: int | None = None) -> bytes:
         """A 32-byte key for an internal use (``"ledger-linkage"``, ``"data-at-rest"``, ...).
 
-        HKDF-SHA256 of master key ``version`` (default: current) with
-        ``info = ["anon_dagster", "internal", purpose, version]``.
+        HKDF-SHA256 of master key ``version`` with ``info = ["anon_dagster", "internal",
+        purpose, version]``. ``version`` defaults to the current one, except for a pinned
+        purpose (:data:`PINNED_VERSIONS`: ``ledger-linkage`` → version 1), which defaults to its
+        pinned version whatever rotation added; a store that no longer holds that version is
+        refused (SecretError) rather than given another key.
         """
         if not purpose:
             raise SecretError("derive_key needs a non-empty purpose")
+        near = purpose.strip().lower().replace("_", "-")
+        if near in PINNED_VERSIONS and purpose != near:
+            # another spelling would silently get an unpinned key that follows rotation
+            raise SecretError(f"internal key purpose {purpose!r}: write it {near!r}")
+        pinned = PINNED_VERSIONS.get(purpose)
+        if version is None and pinned is not None:
+            info = hkdf_info("internal", purpose, pinned)
+            # checked once (then cached): a store without the version must not yield another key
+            if self._cache_key(info, 32) not in self._cache and pinned not in {k.version for k in self.versions()}:
+                raise SecretError(
+                    f"the {purpose} key is derived from key version {pinned}, which the {self.describe()} "
+                    f"does not hold: without it the ledger cannot recognize the persons of earlier "
+                    f"publications; restore key version {pinned}"
+                )
+            return self._derive(pinned, info, 32)
         v = self._resolve(version)
         return self._derive(v, hkdf_info("internal", purpose, v), 32)
 
@@ -211,6 +257,23 @@ class KeyStore:
         return info
 
     # -- files beside the key store --
+    def audit_anchor(self) -> AnchorStore:
+        """Where this key store records the reversal audit log's head (:mod:`.anchor`).
+
+        The backend's own storage (the encrypted key file), else ``audit.anchor`` in the state
+        folder; SecretError when there is neither, so a reversal is refused rather than logged
+        with nothing to anchor it.
+        """
+        own = self.backend.anchor_store()
+        if own is not None:
+            return own
+        if self.state_dir is None:
+            raise SecretError(
+                f"the reversal audit log is anchored in the key store's state folder: set {ENV_STATE} "
+                "(keys from the environment or an external service have no storage of their own)"
+            )
+        return StateFileAnchor(self, Path(self.state_dir))
+
     def require_state_dir(self) -> Path:
         """The folder for token vaults and the audit log; SecretError when there is none."""
         if self.state_dir is None:

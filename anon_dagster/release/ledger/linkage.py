@@ -1,45 +1,71 @@
 """How the ledger identifies people and tables: linkage pseudonyms, data hashes, class assignments.
 
-A *linkage pseudonym* is the HMAC-SHA256 of a person's ``composition.person`` value under a
+A *linkage pseudonym* is the HMAC-SHA256 of a person's ``composition.person`` value,
+normalized as the published pseudonym normalizes it (:func:`person_normalization`), under a
 ledger-only key; pseudonyms are never published nor logged, they exist so that later
-releases of the same population can be composed. The *class assignment* maps each person's
-pseudonym to the equivalence class(es) holding that person's rows.
+releases of the same population can be composed. Two spellings the published pseudonyms
+join (``" PID1"`` and ``"PID1"`` with ``trim``) are therefore one person to the ledger too.
+The *class assignment* maps each person's pseudonym to the equivalence class(es) holding
+that person's rows.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ...errors import DataError
+from ...pseudonymize.methods import (
+    PERSON_NORMALIZATION,
+    Normalization,
+    hmac_column,
+    normalize_identifiers,
+)
 
 
-def linkage_pseudonyms(values: pd.Series | Sequence[object], key: bytes) -> np.ndarray:
-    """HMAC-SHA256 of each value's text under ``key``, as 32 hex characters (128 bits).
+def person_normalization(spec: Any) -> Any:
+    """How ``composition.person`` is spelled before it is linked: exactly as it is published.
 
-    ``key`` is the ledger-only subkey (``keystore.derive_key("ledger-linkage")``). Missing
-    values are refused: a row without a person cannot be composed and would silently escape
-    the intersection check.
+    The ``normalize`` block of the person column's ``pseudonymize`` block when it has one (the
+    published pseudonym is keyed on that spelling, so the linkage joins exactly what a reader of
+    the publications can join); otherwise :data:`~anon_dagster.pseudonymize.methods.PERSON_NORMALIZATION`
+    (NFKC, trim, full case folding).
+    """
+    column = spec.columns.get(spec.composition.person)
+    how = getattr(column, "pseudonymize", None)
+    return how.normalize if how is not None else PERSON_NORMALIZATION
+
+
+def linkage_pseudonyms(values: pd.Series | Sequence[object], key: bytes, *,
+                       normalize: Any = None) -> np.ndarray:
+    """HMAC-SHA256 under ``key`` of each value normalized as ``normalize`` says, as 32 hex characters (128 bits).
+
+    ``normalize`` has the fields of a spec's ``normalize`` block (``trim``, ``case``,
+    ``unicode``; default: that block's defaults, trim and NFC); the text keyed is
+    :func:`~anon_dagster.pseudonymize.methods.normalize_identifiers`' output, the one the
+    published pseudonym is keyed on. ``key`` is the ledger-only subkey
+    (``keystore.derive_key("ledger-linkage")``). Values missing, or empty after normalization,
+    are refused: a row without a person cannot be composed and would silently escape the
+    intersection check.
     """
     if not isinstance(key, bytes | bytearray) or len(key) < 16:
         raise DataError("the ledger linkage key must be at least 16 bytes")
-    series = pd.Series(values, copy=False)
-    if series.isna().any():
+    norm = normalize if normalize is not None else Normalization()
+    text = normalize_identifiers(pd.Series(values, copy=False), trim=norm.trim, case=norm.case, unicode=norm.unicode,
+                                 column="composition.person")
+    if text.null_count:
         raise DataError(
-            f"the person column has {int(series.isna().sum())} missing values: every published "
-            "row needs a person to be composed with earlier releases"
+            f"the person column has {text.null_count} values missing or empty after normalization: "
+            "every published row needs a person to be composed with earlier releases"
         )
-    k = bytes(key)
-    return np.array(
-        [hmac.new(k, str(v).encode("utf-8"), hashlib.sha256).hexdigest()[:32] for v in series],
-        dtype=object,
-    )
+    out, _ = hmac_column(bytes(key), text)
+    return np.asarray(out.to_pylist(), dtype=object)
 
 
 def dataset_hash(df: pd.DataFrame) -> str:
