@@ -26,9 +26,11 @@ Backends (:class:`KeyBackend`):
 
 Modules: :mod:`.base` (the interface, subkey derivation, :class:`KeyStore`), :mod:`.env`,
 :mod:`.file` and :mod:`.vault` (the backends), :mod:`.apart` (where a key store may not live),
-:mod:`.locate` (opening from the environment or settings, creating).
+:mod:`.locate` (opening from the environment or settings, creating), :mod:`.anchor` (where the key
+store records the reversal audit log's head, so erasing or replacing the log is detected).
 """
 
+from .anchor import ANCHOR_FILENAME, AnchorInvalid, AnchorStore, AuditAnchor, StateFileAnchor
 from .apart import FORBIDDEN_FOLDER_NAMES, check_apart_from, check_location, project_root
 from .base import (
     ENV_DEV,
@@ -54,6 +56,7 @@ from .file import (
     SCRYPT_P,
     SCRYPT_R,
     FileKeyBackend,
+    KeyFileAnchor,
     keystore_file,
 )
 from .locate import (
@@ -67,6 +70,7 @@ from .locate import (
 )
 
 __all__ = [
+    "ANCHOR_FILENAME", "AnchorInvalid", "AnchorStore", "AuditAnchor", "KeyFileAnchor", "StateFileAnchor",
     "DEFAULT_SCRYPT_N", "DEV_KEYSTORE", "DEV_PASSPHRASE", "DEV_WARNING", "ENV_DEV", "ENV_KEYSTORE",
     "ENV_MASTER_KEY", "ENV_PASSPHRASE", "ENV_STATE", "ENV_VAULT_KEY", "FILE_FORMAT",
     "FILE_FORMAT_VERSION", "FORBIDDEN_FOLDER_NAMES", "KEYSTORE_FILENAME", "MASTER_KEY_BYTES",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fcntl
 import hmac
 import json
 import os
 import secrets
 import stat
 import warnings
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from ...errors import SecretError
 from ...io import write_bytes_atomic
+from .anchor import AnchorInvalid, AnchorStore, AuditAnchor, locked_file
 from .apart import check_location
 from .base import ENV_PASSPHRASE, MASTER_KEY_BYTES, KeyInfo, _MemoryKeys
 
@@ -37,6 +38,7 @@ DEFAULT_SCRYPT_N = 2**17
 MIN_SCRYPT_N = 2**10  # below this the passphrase is barely stretched; only tests go that low
 SCRYPT_R = 8
 SCRYPT_P = 1
+SEALED_ANCHOR = "audit_anchor"  # the audit anchor's field in the sealed plaintext
 
 
 def _b64(data: bytes) -> str:
@@ -91,7 +93,9 @@ class FileKeyBackend(_MemoryKeys):
          "keys": [{"version": 1, "created": "2026-01-01T00:00:00+00:00"}, ...],
          "sealed": {"alg": "AES-256-GCM", "nonce": b64(12 bytes), "ciphertext": b64}}
 
-    The plaintext of ``sealed`` is ``{"keys": {"1": b64(32 bytes), ...}}``.
+    The plaintext of ``sealed`` is ``{"keys": {"1": b64(32 bytes), ...}}``, plus
+    ``"audit_anchor": {"count": N, "head": <MAC>}`` once a reversal was logged
+    (:class:`KeyFileAnchor`).
     """
 
     kind = "encrypted-file"
@@ -202,31 +206,108 @@ class FileKeyBackend(_MemoryKeys):
 
         Under an exclusive lock, and only if the file still lists the versions this object
         unsealed: two concurrent rotations must not both write "version N+1" with different
-        keys (the loser's pseudonyms would point to a key that no longer exists).
+        keys (the loser's pseudonyms would point to a key that no longer exists). What else is
+        sealed in the file (the audit anchor) is taken from the file as it is now, not as it was
+        when this object opened it: a rotation must not roll back a reversal's anchor.
         """
-        lock_fd = os.open(self.file.with_name(self.file.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        with locked_file(self.lock_path):
             try:
                 on_disk = json.loads(self.file.read_text(encoding="utf-8")).get("keys")
             except (OSError, ValueError, AttributeError):
                 on_disk = None
             if on_disk != self._meta["keys"]:
                 raise SecretError(f"{self.file}: the key store changed since it was opened (another rotation?); open it again")
+            _, plain = self._unseal_on_disk()
             before = (dict(self._keys), dict(self._created), self._meta)
             info = self._add_version()
             try:
-                self._save()
+                self._save(extra={k: v for k, v in plain.items() if k != "keys"})
             except BaseException:
                 self._keys, self._created, self._meta = before
                 raise
             return info
-        finally:
-            os.close(lock_fd)  # closing releases the lock
 
-    def _save(self, target: Path | None = None) -> None:
-        plain = json.dumps({"keys": {str(v): _b64(k) for v, k in self._keys.items()}}).encode("utf-8")
-        nonce = secrets.token_bytes(12)
-        ciphertext = AESGCM(self._kek).encrypt(nonce, plain, _associated_data(self._meta))
-        doc = {**self._meta, "sealed": {"alg": "AES-256-GCM", "nonce": _b64(nonce), "ciphertext": _b64(ciphertext)}}
-        write_bytes_atomic(json.dumps(doc, indent=1).encode("utf-8") + b"\n", target or self.file, mode=0o600)
+    def _save(self, target: Path | None = None, extra: dict | None = None) -> None:
+        plain = {"keys": {str(v): _b64(k) for v, k in self._keys.items()}, **(extra or {})}
+        self._write_sealed(self._meta, plain, target or self.file)
+
+    def _write_sealed(self, meta: dict, plain: dict, target: Path) -> None:
+        """Seal ``plain`` under this object's key-encryption key with ``meta`` as associated data."""
+        nonce = secrets.token_bytes(12)  # fresh per write: a GCM nonce is never reused under one key
+        ciphertext = AESGCM(self._kek).encrypt(nonce, json.dumps(plain).encode("utf-8"), _associated_data(meta))
+        doc = {**meta, "sealed": {"alg": "AES-256-GCM", "nonce": _b64(nonce), "ciphertext": _b64(ciphertext)}}
+        write_bytes_atomic(json.dumps(doc, indent=1).encode("utf-8") + b"\n", target, mode=0o600)
+
+    def _unseal_on_disk(self) -> tuple[dict, dict]:
+        """The file's metadata and sealed plaintext as they are on disk now.
+
+        Other processes rewrite the file (rotations, audit anchors), so writers read it again
+        under the lock instead of trusting what this object unsealed. It is opened with the
+        key-encryption key this object holds: a file re-created (another salt) or modified since
+        does not unseal, and that is a SecretError.
+        """
+        try:
+            doc = json.loads(self.file.read_text(encoding="utf-8"))
+            meta = {k: doc[k] for k in ("format", "format_version", "kdf", "passphrase_check", "keys")}
+            nonce, ciphertext = _unb64(doc["sealed"]["nonce"]), _unb64(doc["sealed"]["ciphertext"])
+            plain = json.loads(AESGCM(self._kek).decrypt(nonce, ciphertext, _associated_data(meta)))
+            if not isinstance(plain, dict) or not isinstance(plain.get("keys"), dict):
+                raise ValueError("sealed content")
+        except InvalidTag:
+            raise SecretError(
+                f"{self.file}: the key store was modified or replaced since it was opened (its seal does not verify); "
+                "open it again, or restore it from a backup"
+            ) from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+            raise SecretError(f"{self.file}: the key store can no longer be read (modified or corrupted since it was opened)") from None
+        return meta, plain
+
+    # -- the audit anchor --
+    @property
+    def lock_path(self) -> Path:
+        """The lock file every writer of the key file holds (rotations, audit anchors)."""
+        return self.file.with_name(self.file.name + ".lock")
+
+    def anchor_store(self) -> KeyFileAnchor:
+        return KeyFileAnchor(self)
+
+
+class KeyFileAnchor(AnchorStore):
+    """The audit anchor sealed in the encrypted key file, beside the master keys.
+
+    It is a field of the sealed plaintext (``{"keys": ..., "audit_anchor": {"count", "head"}}``),
+    so it is confidential and authenticated like the keys: changing or removing it needs the
+    passphrase, and deleting the file deletes the keys. A key file written before anchoring
+    existed has no such field (a log that predates it is adopted with ``audit anchor``).
+    """
+
+    def __init__(self, backend: FileKeyBackend):
+        self.backend = backend
+
+    def describe(self) -> str:
+        return f"the encrypted key file {self.backend.file}"
+
+    def lock(self) -> AbstractContextManager[None]:
+        return locked_file(self.backend.lock_path)
+
+    def read(self) -> AuditAnchor | None:
+        try:
+            _, plain = self.backend._unseal_on_disk()
+        except SecretError as exc:
+            raise AnchorInvalid(str(exc)) from None
+        if SEALED_ANCHOR not in plain:
+            return None
+        try:
+            return AuditAnchor.from_dict(plain[SEALED_ANCHOR])
+        except ValueError:
+            raise AnchorInvalid(f"{self.backend.file}: the sealed audit anchor is malformed") from None
+
+    def write(self, anchor: AuditAnchor) -> None:
+        meta, plain = self.backend._unseal_on_disk()
+        try:
+            self.backend._write_sealed(meta, {**plain, SEALED_ANCHOR: anchor.to_dict()}, self.backend.file)
+        except OSError as exc:
+            raise SecretError(
+                f"{self.backend.file}: the audit anchor cannot be recorded in the key file ({type(exc).__name__}); "
+                "reversals need a writable key file"
+            ) from None
