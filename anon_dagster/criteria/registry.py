@@ -174,8 +174,26 @@ class Criterion:
         return self.target is not None
 
     def value(self, measures: Mapping[str, Any], threshold: Any) -> Any:
-        """The figure this criterion judges, read from ``RiskMeasures.to_dict()``; None if absent."""
-        return self.measure(measures, plain_threshold(threshold))
+        """The figure this criterion judges, read from ``RiskMeasures.to_dict()``; None if absent.
+
+        When the rows of a person are linked, the figure is measured per person too
+        (``measures["person"]``, see :mod:`anon_dagster.risk.person`) and the worse of the two is
+        judged: the person-level figure is what an adversary linking a person's rows faces, the
+        row-level one what an adversary who knows one of their events faces.
+        """
+        plain = plain_threshold(threshold)
+        row = self.measure(measures, plain)
+        person = self.person_value(measures, plain)
+        if person is None or row is None:
+            return row
+        return min(row, person) if self.comparison == ">=" else max(row, person)
+
+    def person_value(self, measures: Mapping[str, Any], threshold: Any) -> Any:
+        """The person-level figure, when measured (None otherwise)."""
+        person = measures.get("person")
+        if not isinstance(person, Mapping) or self.measured_key not in person or self.comparison not in (">=", "<="):
+            return None
+        return self.measure(person, plain_threshold(threshold))
 
     def passes(self, value: Any, threshold: Any) -> bool:
         """Whether ``value`` meets ``threshold``; an unmeasured (None, NaN) value never passes.
@@ -213,7 +231,10 @@ class Criterion:
         if measures.get("rows", 0) == 0:
             return Judgement(value, False, f"{self.label}: the release has no rows (everything suppressed?)")
         verdict = "meets" if passed else "violates"
-        return Judgement(value, passed, f"{self.label} = {fmt(value)} {verdict} the threshold "
+        person = self.person_value(measures, threshold)
+        levels = ("" if person is None else
+                  f" (per row {fmt(self.measure(measures, plain_threshold(threshold)))}, per person {fmt(person)})")
+        return Judgement(value, passed, f"{self.label} = {fmt(value)}{levels} {verdict} the threshold "
                                         f"{self.comparison} {self.threshold_text(threshold, fmt)}")
 
 

@@ -156,6 +156,39 @@ def release_figures(spec: ReleaseSpec, measured: RiskMeasures, population: pd.Da
     return out
 
 
+def linking_columns(spec: ReleaseSpec, published: pd.DataFrame) -> list[str]:
+    """The published columns that link the rows of one person: pseudonymized identifiers
+    (a keyed pseudonym is the same for every row of a person) whose scope is not ``row``."""
+    return [c for c in spec.pseudonymized if c in published.columns
+            and getattr(spec.columns[c].pseudonymize, "scope", "release") != "row"]
+
+
+def person_link(spec: ReleaseSpec, published: pd.DataFrame) -> pd.Series | None:
+    """Each published row's person, as far as the published columns link rows (None when
+    nothing links them). Rows sharing a value of any linking column are one person: with
+    several linking columns, the connected components of rows joined by any shared value."""
+    columns = linking_columns(spec, published)
+    if not columns:
+        return None
+    if len(columns) == 1:
+        return published[columns[0]].reset_index(drop=True)
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(published)
+    rows, nodes, offset = [], [], n
+    for c in columns:
+        codes, uniques = pd.factorize(published[c])  # missing: -1, links nothing
+        keep = codes >= 0
+        rows.append(np.flatnonzero(keep))
+        nodes.append(codes[keep] + offset)
+        offset += len(uniques)
+    r, v = np.concatenate(rows), np.concatenate(nodes)
+    graph = coo_matrix((np.ones(len(r), dtype=np.int8), (r, v)), shape=(offset, offset))
+    _, component = connected_components(graph, directed=False)
+    return pd.Series(component[:n])
+
+
 def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
                   record: TransformationRecord | None = None) -> RiskMeasures | None:
     """The release's :class:`RiskMeasures` over the published view (None when it has no rows).
@@ -192,6 +225,9 @@ def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.Da
         options["population_source"] = pop_spec.path if pop_spec is not None else None
     if spec.policy.thresholds.prosecutor_max is not None:
         options["risk_threshold"] = spec.policy.thresholds.prosecutor_max
+    persons = person_link(spec, data)
+    if persons is not None:
+        options["persons"] = persons
     return measure_risk(
         data, spec.quasi_identifiers, sensitive=sensitive or None, population=population,
         sampling_fraction=spec.policy.sampling_fraction,

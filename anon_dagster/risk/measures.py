@@ -92,6 +92,7 @@ def measure_risk(
     strict_population: bool = True,
     attribute_disclosure: bool = True,
     presence: bool = False,
+    persons: pd.Series | None = None,
 ) -> RiskMeasures:
     """Measure the re-identification risk, attribute disclosure and utility of ``df``.
 
@@ -131,6 +132,9 @@ def measure_risk(
             attribute (:mod:`anon_dagster.risk.attribute`).
         presence: also report δ-presence of ``df`` as a subset of ``population``
             (:mod:`anon_dagster.risk.presence`).
+        persons: each row's person (by position), when the published rows of one person are
+            linked (a published pseudonym): the person-level figures go to
+            ``extras["person"]`` (:mod:`anon_dagster.risk.person`).
         strict_population: when False, a class with more rows than people in the population
             gets ``F_c = n_c`` instead of an error (rows that are events of one person).
 
@@ -284,6 +288,14 @@ def measure_risk(
         if original is None:
             raise DataError("utility queries need the original table to compare with")
         extras["utility_queries"] = _queries(original, df, utility_queries, cache=cache)
+
+    # ----- person level --------------------------------------------------------------------
+    if persons is not None:
+        from .person import person_figures
+
+        extras["person"] = person_figures(ec, pd.Series(persons).reset_index(drop=True),
+                                          df[sens].reset_index(drop=True) if sens else None,
+                                          population_sizes=F if population is not None else None)
 
     # ----- breakdowns ----------------------------------------------------------------------
     if groups:
