@@ -4,9 +4,11 @@ Nothing here ever shows key material. ``bridge``, ``rekey`` and ``reseal-tokens`
 across a rotation (see docs/pseudonymization.md, *Rotation and its cost*).
 
 The key store path comes from ``--path`` or ``ANON_DAGSTER_KEYSTORE``; the passphrase from
-``ANON_DAGSTER_KEYSTORE_PASSPHRASE`` (or, on a terminal, a prompt). ``list`` shows versions,
-creation dates and a 64-bit fingerprint per version (a dedicated HKDF output: it tells whether
-two deployments hold the same key and reveals nothing about it).
+``ANON_DAGSTER_KEYSTORE_PASSPHRASE`` (or, on a terminal, a prompt); as for every entry point,
+a second configured key source is refused. ``list`` shows versions, creation dates and a 64-bit
+fingerprint per version (a dedicated HKDF output: it tells whether two deployments hold the same
+key and reveals nothing about it), and which version keys the ledger's linkage: ``rotate`` never
+changes that one, so the composition check keeps recognizing the persons of earlier publications.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..pseudonymize.keystore import (
     ENV_KEYSTORE,
     ENV_PASSPHRASE,
     KEYSTORE_FILENAME,
+    LINKAGE_KEY_VERSION,
     KeyStore,
     dev_keystore_path,
     dev_keystore_requested,
@@ -119,6 +122,8 @@ def run_rotate(args: argparse.Namespace) -> int:
     info = ks.rotate()
     print(f"{ks.describe()}: key version {info.version} created ({info.created}); it is now the current version")
     print("data made before keeps its version prefix; see docs/pseudonymization.md (rotation) to bridge or re-key it")
+    print(f"the ledger's linkage key stays on key version {LINKAGE_KEY_VERSION}: the composition check keeps "
+          "recognizing the persons of earlier publications")
     return 0
 
 
@@ -126,7 +131,8 @@ def run_list(args: argparse.Namespace) -> int:
     ks = _open(args)
     current = ks.current_version
     rows = [
-        {**k.to_dict(), "current": k.version == current, "fingerprint": ks.fingerprint(k.version)}
+        {**k.to_dict(), "current": k.version == current, "fingerprint": ks.fingerprint(k.version),
+         "ledger_linkage": k.version == LINKAGE_KEY_VERSION}
         for k in ks.versions()
     ]
     if args.json:
@@ -135,7 +141,11 @@ def run_list(args: argparse.Namespace) -> int:
     print(ks.describe())
     print(f"{'version':>7}  {'created':<25}  {'fingerprint':<16}  status")
     for r in rows:
-        print(f"{r['version']:>7}  {r['created'] or '-':<25}  {r['fingerprint']:<16}  {'current' if r['current'] else 'older'}")
+        status = ("current" if r["current"] else "older") + (", ledger linkage" if r["ledger_linkage"] else "")
+        print(f"{r['version']:>7}  {r['created'] or '-':<25}  {r['fingerprint']:<16}  {status}")
+    if not any(r["ledger_linkage"] for r in rows):
+        print(f"warning: key version {LINKAGE_KEY_VERSION}, which keys the ledger's linkage, is not held: "
+              "releases that compose with earlier publications are refused", file=sys.stderr)
     return 0
 
 

@@ -22,7 +22,9 @@ Backends (:class:`KeyBackend`):
   service, which only computes one MAC per key version; subkeys are expanded from it locally
   (:class:`~.vault.VaultTransitBackend` for Vault Transit).
 
-:func:`open_keystore` picks the backend from the environment.
+:func:`open_keystore` picks the backend from the environment, and refuses when more than one
+key source is configured (:func:`check_one_key_source`). The ledger's linkage key is pinned to
+key version 1 (:data:`PINNED_VERSIONS`): rotation does not change it.
 
 Modules: :mod:`.base` (the interface, subkey derivation, :class:`KeyStore`), :mod:`.env`,
 :mod:`.file` and :mod:`.vault` (the backends), :mod:`.apart` (where a key store may not live),
@@ -39,7 +41,10 @@ from .base import (
     ENV_PASSPHRASE,
     ENV_STATE,
     ENV_VAULT_KEY,
+    LINKAGE_KEY_VERSION,
+    LINKAGE_PURPOSE,
     MASTER_KEY_BYTES,
+    PINNED_VERSIONS,
     ExternalKeyBackend,
     KeyBackend,
     KeyInfo,
@@ -63,9 +68,11 @@ from .locate import (
     DEV_KEYSTORE,
     DEV_PASSPHRASE,
     DEV_WARNING,
+    check_one_key_source,
     dev_keystore_path,
     dev_keystore_requested,
     init_keystore,
+    key_sources,
     open_keystore,
 )
 
@@ -73,9 +80,10 @@ __all__ = [
     "ANCHOR_FILENAME", "AnchorInvalid", "AnchorStore", "AuditAnchor", "KeyFileAnchor", "StateFileAnchor",
     "DEFAULT_SCRYPT_N", "DEV_KEYSTORE", "DEV_PASSPHRASE", "DEV_WARNING", "ENV_DEV", "ENV_KEYSTORE",
     "ENV_MASTER_KEY", "ENV_PASSPHRASE", "ENV_STATE", "ENV_VAULT_KEY", "FILE_FORMAT",
-    "FILE_FORMAT_VERSION", "FORBIDDEN_FOLDER_NAMES", "KEYSTORE_FILENAME", "MASTER_KEY_BYTES",
-    "MIN_SCRYPT_N", "SCRYPT_P", "SCRYPT_R", "EnvKeyBackend", "ExternalKeyBackend",
-    "FileKeyBackend", "KeyBackend", "KeyInfo", "KeyStore", "check_apart_from", "check_location",
-    "dev_keystore_path", "dev_keystore_requested", "hkdf_info", "init_keystore", "keystore_file",
+    "FILE_FORMAT_VERSION", "FORBIDDEN_FOLDER_NAMES", "KEYSTORE_FILENAME", "LINKAGE_KEY_VERSION",
+    "LINKAGE_PURPOSE", "MASTER_KEY_BYTES", "MIN_SCRYPT_N", "PINNED_VERSIONS", "SCRYPT_P", "SCRYPT_R",
+    "EnvKeyBackend", "ExternalKeyBackend", "FileKeyBackend", "KeyBackend", "KeyInfo", "KeyStore",
+    "check_apart_from", "check_location", "check_one_key_source", "dev_keystore_path",
+    "dev_keystore_requested", "hkdf_info", "init_keystore", "key_sources", "keystore_file",
     "open_keystore", "project_root",
 ]
