@@ -1,7 +1,8 @@
 """``anon-dagster reidentify``: turn AES-SIV pseudonyms or tokens back into identifiers.
 
 Requires ``--actor`` and ``--reason``; every request, granted or refused, is appended to the
-tamper-evident audit log first. HMAC pseudonyms are refused: they are one-way by design.
+tamper-evident audit log, and anchored in the key store, before anything is printed (a log that
+does not verify refuses the request, exit 2). HMAC pseudonyms are refused: they are one-way by design.
 
     anon-dagster reidentify --method aes_siv --purpose care --actor dr.lee \\
         --reason "incident 2026-114: contact the patient" v1:Qm9...

@@ -1,8 +1,10 @@
 """Re-identification: an authorized, logged operation, for AES-SIV pseudonyms and tokens only.
 
-Every call is appended to the audit log (:mod:`.audit`) *before* any identifier is returned:
-who (``actor``), why (``reason``), what (method, purpose, how many pseudonyms, a digest of them
-and the first few), and the outcome. A refused call — an HMAC pseudonym, a missing actor or
+Every call is appended to the audit log (:mod:`.audit`), and the log's new head anchored in the
+key store, *before* any identifier is returned: who (``actor``), why (``reason``), what (method,
+purpose, how many pseudonyms, a digest of them and the first few), and the outcome. A log that
+does not verify — edited, erased, replaced, rolled back, or with no anchor where one is needed —
+refuses the call before any pseudonym is opened. A refused call — an HMAC pseudonym, a missing actor or
 reason, an unknown method — is logged as a refusal, then raised. HMAC pseudonyms cannot be
 reversed by anyone, by design: there is nothing to decrypt, only a one-way function.
 
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..errors import UserError
-from .audit import AuditLog
+from .audit import AuditLog, AuditTampered
 from .keystore import KeyStore
 from .methods import siv_decrypt, split_version
 from .tokens import open_vault
@@ -74,6 +76,12 @@ def reidentify(
     the right key opens a pseudonym).
     """
     audit = audit or AuditLog(keystore)
+    try:
+        # fail before opening anything: the append re-verifies under the lock, this only makes
+        # sure no pseudonym is decrypted (no vault read) for a log that cannot take the entry
+        audit.verify()
+    except AuditTampered as exc:
+        raise ReversalRefused(f"re-identification refused: the audit log does not verify: {exc}") from None
     pseudonyms = [_text_or_none(p) for p in pseudonyms]
     event = {
         "action": "reidentify",
