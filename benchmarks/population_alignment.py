@@ -72,7 +72,7 @@ def bench_adult(adult: Path) -> None:
         (Path(tmp) / "s.yaml").write_text(yaml.safe_dump(spec_d))
         spec = load_spec(Path(tmp) / "s.yaml")
         result = anonymize(sample, spec)
-    record = json.loads(json.dumps(result.record, default=str))
+    record = json.loads(json.dumps(result.record.to_json(), default=str))
     size = len(json.dumps(record["mondrian"]["boxes"]))
     ours, base = [], []
     for _ in range(3):
@@ -122,7 +122,7 @@ def bench_scale(rows: int, population: int) -> None:
         t = time.perf_counter()
         result = anonymize(sample, spec)
         t_anon = time.perf_counter() - t
-    record = json.loads(json.dumps(result.record, default=str))
+    record = json.loads(json.dumps(result.record.to_json(), default=str))
     boxes = record["mondrian"]["boxes"]
     tree_bytes = len(json.dumps(boxes["tree"]))
     box_bytes = len(json.dumps(boxes)) - tree_bytes
