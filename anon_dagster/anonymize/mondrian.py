@@ -40,7 +40,7 @@ from ..hierarchies import MISSING_LABEL, Hierarchy, TableHierarchy
 from .coding import CodedQI, code_qi, combine, group
 from .criteria import Policy, evaluate_classes, pairs_from_rows, suppression_budget
 from .cut_tree import MAX_SET_LABEL, CutTree, loose_boxes, span
-from .cut_tree import pack_array as pack_array  # re-exported: the tree's arrays were packed here
+from .cut_tree import pack_array as pack_array  # public names of this module, kept importable
 from .cut_tree import unpack_array as unpack_array
 
 
@@ -50,7 +50,7 @@ class MondrianNoSolution(UserError):
 
 @dataclass
 class _Dim:
-    """One generalized QI in rank space."""
+    """One generalized QI in rank space (a :class:`~anon_dagster.anonymize.cut_tree.RankedQI`)."""
 
     name: str
     rank: np.ndarray           # per row, int64 rank (numeric: value order; categorical: DFS order)
@@ -160,7 +160,9 @@ class MondrianResult:
     ``columns`` holds each generalized QI's published labels (categorical, by position),
     ``row_class`` each row's class (-1 for a suppressed row), ``suppressed`` the suppressed rows'
     mask, ``ranges`` a per-class summary of the generalized ranges, ``ncp`` the normalized
-    certainty penalty (mean over rows and QIs of the published range's share of the QI's domain).
+    certainty penalty (mean over rows and QIs of the published range's share of the QI's domain),
+    ``boxes`` each QI's class boxes (:func:`_boxes`), ``tree`` the cut tree
+    (:class:`~anon_dagster.anonymize.cut_tree.CutTree`).
     """
 
     columns: dict[str, pd.Categorical]
