@@ -73,12 +73,13 @@ def reports_folder(spec: ReleaseSpec, reports_dir: str | None, partition: str | 
     return base / (partition or UNPARTITIONED)
 
 
-def _evaluate(context: Any, spec: ReleaseSpec, folder: Path, anonymized: pd.DataFrame,
+def _evaluate(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame,
               pseudonymized: pd.DataFrame, raw: pd.DataFrame, only: set[str] | None = None) -> Evaluation:
-    """The core's evaluation of the stored anonymized table, with the record stored beside it."""
+    """The core's evaluation of the stored anonymized table, with the record it carries (stored,
+    encrypted and authenticated, with the table: the report folder's copy is for reading only)."""
     try:
-        record = gate.load_record(folder)
-    except (OSError, ValueError, DataError):  # unreadable: the population checks then fail and say so
+        record = gate.attached_record(anonymized)
+    except (ValueError, DataError):  # unreadable: the population checks then fail and say so
         record = None
     return pipeline.evaluate(spec, anonymized, record=record, original=pseudonymized, raw=raw,
                              ledger=context.resources.ledger.open(), partition=partition_of(context), only=only)
@@ -132,7 +133,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             "rows": len(result.data), "suppressed": result.suppressed,
             "transformation_record": MetadataValue.json(plain_json(record_summary(result.record))),
         })
-        return result.data
+        return gate.attach_record(result.data, result.record)
 
     @multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
                        ins=upstream, required_resource_keys={"ledger"})
@@ -140,7 +141,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                        pseudonymized: pd.DataFrame, raw: pd.DataFrame):
         selected = {k.name for k in context.selected_asset_check_keys}
         folder = reports_folder(spec, reports_dir, partition_of(context))
-        evaluation = _evaluate(context, spec, folder, anonymized, pseudonymized, raw, only=selected)
+        evaluation = _evaluate(context, spec, anonymized, pseudonymized, raw, only=selected)
         complete = selected == {c.name for c in t.checks(spec)}
         try:  # the evidence of a complete evaluation is kept; a refused one is remembered by the ledger
             if complete and not evaluation.passed:
@@ -162,8 +163,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
                   raw: pd.DataFrame) -> MaterializeResult:
         # re-verification: the gate evaluated again here, never read from Dagster's event storage
-        folder = reports_folder(spec, reports_dir, partition_of(context))
-        evaluation = _evaluate(context, spec, folder, anonymized, pseudonymized, raw)
+        evaluation = _evaluate(context, spec, anonymized, pseudonymized, raw)
         ledger = context.resources.ledger.open()
         try:
             if spec.publication.mode == "aggregates":

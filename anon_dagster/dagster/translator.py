@@ -48,13 +48,15 @@ class ReleaseTranslator:
 
     def metadata(self, spec: ReleaseSpec, step: str) -> dict[str, Any]:
         """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step."""
-        if step in ("raw", "pseudonymized"):
-            # still personal data: encrypted at rest (a release without a key store only if one is set)
+        if step in ("raw", "pseudonymized", "anonymized"):
+            # still personal data (the anonymized table holds the linkage pseudonyms and carries
+            # the record the gate reads): encrypted and authenticated at rest (a release without
+            # a key store only if one is set)
             out: dict[str, Any] = {AT_REST_KEY: "encrypted" if needs_keystore(spec) else "encrypted-if-available"}
             if step == "raw":
                 out["spec"] = str(spec.spec_path) if spec.spec_path else spec.release
             return out
-        return {AT_REST_KEY: "owner-only"} if step == "anonymized" else {}
+        return {}
 
     def checks(self, spec: ReleaseSpec) -> list[DeclaredCheck]:
         """The checks on the anonymized asset (from the criteria registry), in order."""

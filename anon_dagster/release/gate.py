@@ -56,8 +56,31 @@ class Outcome:
 
 
 def publishable_view(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` without the internal columns that are never published."""
-    return df.drop(columns=[c for c in INTERNAL_COLUMNS if c in df.columns])
+    """``df`` without the internal columns and the attached record, which are never published."""
+    view = df.drop(columns=[c for c in INTERNAL_COLUMNS if c in df.columns])
+    view.attrs = {}
+    return view
+
+
+# The key of ``DataFrame.attrs`` under which the anonymized table carries its own record: stored
+# with the table (parquet schema metadata), it is encrypted and authenticated with it at rest.
+RECORD_ATTR = "anon_dagster.transformation_record"
+
+
+def attach_record(table: pd.DataFrame, record: TransformationRecord) -> pd.DataFrame:
+    """``table`` carrying ``record`` (a shallow copy; the table's data is not copied)."""
+    out = table.copy(deep=False)
+    out.attrs = {RECORD_ATTR: record.to_json()}
+    return out
+
+
+def attached_record(table: pd.DataFrame) -> TransformationRecord | None:
+    """The record a table carries (:func:`attach_record`), None when it carries none.
+
+    Raises DataError when the record is not of the format this version reads.
+    """
+    stored = table.attrs.get(RECORD_ATTR)
+    return None if stored is None else TransformationRecord.from_json(stored)
 
 
 RECORD_FILE = "transformations.json"

@@ -153,7 +153,8 @@ def test_personal_data_is_encrypted_at_rest_and_owner_only(env):
     assert run(defs, "tiny", "2023", DagsterInstance.ephemeral()).success
     storage = env / "state" / "storage" / "tiny"
     raw_file = storage / "raw" / "2023.parquet.enc"
-    anon_file = storage / "anonymized" / "2023.parquet"
+    anon_file = storage / "anonymized" / "2023.parquet.enc"  # encrypted too: the gate reads it
+    assert not (storage / "anonymized" / "2023.parquet").exists()
     assert raw_file.exists() and (storage / "pseudonymized" / "2023.parquet.enc").exists()
     assert not (storage / "raw" / "2023.parquet").exists()
     blob = raw_file.read_bytes()

@@ -1,12 +1,15 @@
 """A population in the policy, through Dagster's checks and gate.
 
-The journalist-risk check places the population in the published classes from the stored
-transformation record; its figure must be the brute-force 1 / min F, and a later run of the
-publication alone re-reads that record (and refuses one that no longer describes the table).
+The journalist-risk check places the population in the published classes with the record the
+stored anonymized table carries; its figure must be the brute-force 1 / min F, and a later run of
+the publication alone reads that record again (the table and its record are encrypted and
+authenticated at rest: an edited file refuses the publication; the report folder's copy of the
+record is for reading and changes nothing).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -59,19 +62,34 @@ def test_dagster_journalist_threshold_passes_with_the_population_and_gate_reveri
     stored = json.loads((env / "reports" / "popjr" / "2023" / "transformations.json").read_text())
     assert stored["mondrian"]["boxes"]["classes"] >= 1
 
-    # re-running only the publication re-reads the stored record: still publishable
+    # re-running only the publication reads the record the stored table carries: still publishable
     later = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
     assert later.success
-    # a record that does not describe the table refuses the publication, nothing overwritten
     target = env / "published" / "popjr" / "2023.parquet"
     before = target.read_bytes()
+    # the report folder's copy of the record is for reading: editing it changes nothing the gate reads
     stored["output_hash"] = "0" * 64
+    stored["mondrian"]["boxes"] = {}
     (env / "reports" / "popjr" / "2023" / "transformations.json").write_text(json.dumps(stored))
+    again = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
+    assert again.success
+    assert pd.read_parquet(target).equals(pd.read_parquet(io.BytesIO(before)))
+    # the stored anonymized table (with its record) is encrypted and authenticated: an edited
+    # byte, or a clear-text table put in its place, refuses the publication, nothing overwritten
+    stored_table = env / "state" / "storage" / "popjr" / "anonymized" / "2023.parquet.enc"
+    assert stored_table.exists()
+    blob = bytearray(stored_table.read_bytes())
+    blob[-20] ^= 1
+    stored_table.write_bytes(bytes(blob))
     refused = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
     assert not refused.success
     failures = [e for e in refused.all_events if e.event_type_value == "STEP_FAILURE"]
-    assert "output hash differs" in failures[0].event_specific_data.error.message
-    assert target.read_bytes() == before
+    assert "cannot be decrypted" in failures[0].event_specific_data.error.message
+    stored_table.unlink()
+    pd.read_parquet(target).to_parquet(stored_table.with_suffix(""))  # a clear table instead
+    refused = run(defs, "popjr", "2023", instance, selection=[AssetKey(["popjr", "published"])])
+    assert not refused.success
+    assert pd.read_parquet(target).equals(pd.read_parquet(io.BytesIO(before)))
 
 
 def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
