@@ -124,10 +124,12 @@ class Normalization:
     unicode: str = "NFC"
 
 
-# How the ledger spells a person whose column is not pseudonymized (no published pseudonym fixes
-# the spelling): only encoding differences are removed, never content. NFKC makes compatibility
-# forms (full-width digits, ligatures, non-breaking spaces) one character; surrounding white space
-# never tells two people apart; full case folding makes "straße" and "STRASSE" one. Treating two
+# How the ledger spells a person whose column is not pseudonymized. No opaque pseudonym fixes the
+# spelling then: the column is published as text, which a reader can trim, case-map and normalize
+# before joining, or not published at all. So the linkage joins every re-encoding of the same text,
+# and only those (content such as "PID01" vs "PID1" stays apart): NFKC makes compatibility forms
+# (full-width digits, ligatures, non-breaking spaces) one character, surrounding white space never
+# tells two people apart, and full case folding makes "straße" and "STRASSE" one. Treating two
 # spellings as one person can only make the composition check stricter, never blind it.
 PERSON_NORMALIZATION = Normalization(trim=True, case="fold", unicode="NFKC")
 
