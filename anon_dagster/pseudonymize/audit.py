@@ -77,6 +77,10 @@ def _mac(key: bytes, entry: dict) -> str:
     return hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
 
 
+def _entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
 def _head_path(path: Path) -> Path:
     return path.with_name(path.name + ".head")
 
@@ -157,7 +161,7 @@ class AuditLog:
             existing = store.read()
             if existing is not None:
                 raise UserError(
-                    f"{self.path}: {store.describe()} already anchors an audit log ({existing.count} entries); "
+                    f"{self.path}: {store.describe()} already anchors an audit log ({_entries(existing.count)}); "
                     "only a log without any anchor can be adopted"
                 )
             state = _verify(self.keystore, self.path, None)
@@ -335,7 +339,7 @@ def _verify(keystore: KeyStore, path: Path, store: AnchorStore | None) -> Verify
         if n:
             raise AuditTampered(
                 path, None,
-                f"anchor missing: the log holds {n} entries but {where} records none (the anchor was removed, "
+                f"anchor missing: the log holds {_entries(n)} but {where} records none (the anchor was removed, "
                 "or the log belongs to another key store; a log written before anchoring is adopted with "
                 "'anon-dagster audit anchor')",
                 "anchor missing",
@@ -350,7 +354,7 @@ def _verify(keystore: KeyStore, path: Path, store: AnchorStore | None) -> Verify
         else:
             kind, what = "rolled back", (f"the log ends at entry {n - 1} (an older copy, its last entries cut off "
                                          "together with the head, or a shorter log)")
-        raise AuditTampered(path, None, f"{kind}: {what}, but {where} records {c} entries", kind)
+        raise AuditTampered(path, None, f"{kind}: {what}, but {where} records {_entries(c)}", kind)
     if c > 0 and scan.mac_at != anchor.head:
         raise AuditTampered(
             path, c, f"replaced: entry {c - 1} is not the one {where} records (another log, or a rewritten one)", "replaced",
@@ -358,7 +362,7 @@ def _verify(keystore: KeyStore, path: Path, store: AnchorStore | None) -> Verify
     if n > c + 1:
         raise AuditTampered(
             path, c + 2,
-            f"anchor behind: the log holds {n} entries but {where} records {c}: the key store or its anchor was "
+            f"anchor behind: the log holds {_entries(n)} but {where} records {c}: the key store or its anchor was "
             "restored from an older copy, or entries were written without anchoring them",
             "anchor behind",
         )
