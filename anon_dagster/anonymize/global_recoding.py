@@ -8,15 +8,16 @@ budget ``floor(max_suppression × rows)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import HierarchyError
 from ..hierarchies import Hierarchy
+from ..risk.sensitive import CodedSensitive
 from .coding import CodedQI, code_qi, combine, group
-from .criteria import Evaluation, Policy, evaluate_classes, pairs_from_rows
+from .criteria import Evaluation, Policy, as_coded, pairs_from_rows, published_evaluation
 
 
 def generalized_column(qi: CodedQI, level: int, index: pd.Index) -> pd.Series:
@@ -57,11 +58,12 @@ def classes_at(qis: list[CodedQI], levels: list[int]) -> tuple[np.ndarray, np.nd
 
 
 def failing_rows(policy: Policy, row_class: np.ndarray, sizes: np.ndarray,
-                 sensitive: list[np.ndarray]) -> tuple[np.ndarray, Evaluation]:
-    """Rows whose class misses a per-class criterion of ``policy``, and the evaluation."""
+                 sensitive: Sequence[CodedSensitive | np.ndarray]) -> tuple[np.ndarray, Evaluation]:
+    """Rows to suppress: those of classes missing a per-class criterion of ``policy`` as the
+    gate measures the published table (:func:`~anon_dagster.anonymize.criteria.published_evaluation`),
+    and the evaluation."""
     pairs = []
     if policy.needs_sensitive:
-        for s in sensitive:
-            pairs.append(pairs_from_rows(row_class, len(sizes), s, int(s.max()) + 1 if len(s) else 1))
-    ev = evaluate_classes(policy, sizes, pairs)
+        pairs = [pairs_from_rows(row_class, len(sizes), as_coded(s)) for s in sensitive]
+    ev = published_evaluation(policy, sizes, pairs)
     return ev.failing[row_class], ev

@@ -39,13 +39,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UserError
+from ..risk.sensitive import CodedSensitive
 from .coding import CodedQI, combine, group
 from .criteria import (
     Policy,
     SensitivePairs,
+    as_coded,
     avg_risk_ok,
-    evaluate_classes,
     pairs_from_rows,
+    published_evaluation,
     suppression_budget,
 )
 from .utility import SEPARABLE, label_log_counts, label_loss, query_error, separable_bounds
@@ -149,7 +151,7 @@ class Lattice:
     """The generalization lattice of coded QIs, with cached class roll-ups."""
 
     def __init__(self, qis: Sequence[CodedQI], policy: Policy,
-                 sensitive: Sequence[np.ndarray] = (), metric: str = "entropy",
+                 sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
                  query: QuerySpec | None = None, generalized: Sequence[bool] | None = None):
         self.qis = list(qis)
         self.q = len(self.qis)
@@ -208,9 +210,7 @@ class Lattice:
         logv = np.bincount(row_class, weights=logv_row, minlength=n_classes)
         pairs = []
         if self.policy.needs_sensitive:
-            for s in sensitive:
-                n_values = int(s.max()) + 1 if len(s) else 1
-                pairs.append(pairs_from_rows(row_class, n_classes, s, n_values))
+            pairs = [pairs_from_rows(row_class, n_classes, as_coded(s)) for s in sensitive]
         self.bottom_row_class = row_class
         bottom = _State(np.zeros(self.q, dtype=np.int64), keys, sizes, logv, pairs)
         self._cache_ids = np.zeros(_CACHE_LIMIT, dtype=np.int64)
@@ -272,7 +272,7 @@ class Lattice:
 
     # ----- checks ------------------------------------------------------------------------------
     def _verdict(self, st: _State, policy: Policy) -> tuple[bool, np.ndarray, list[str]]:
-        ev = evaluate_classes(policy, st.sizes, st.pairs)
+        ev = published_evaluation(policy, st.sizes, st.pairs)
         suppressed = int(st.sizes[ev.failing].sum())
         kept_classes = int((~ev.failing).sum())
         missing = []

@@ -32,14 +32,14 @@ Missing sensitive values form a value of their own (in ordered distances they co
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError
 from ..hierarchies import Hierarchy, _as_label
-from .classes import EquivalenceClasses, count_cells
+from .classes import EquivalenceClasses, class_id_dtype, count_cells
 
 KINDS = ("nominal", "ordinal", "numeric")
 
@@ -54,10 +54,19 @@ class CodedSensitive:
     kind: str = "nominal"
     ranks: np.ndarray | None = None  # rank of each code in the value order (ordinal/numeric)
     hierarchy: Hierarchy | None = None
+    _level_codes: list[np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def n_values(self) -> int:
         return len(self.values)
+
+    def level_codes(self) -> list[np.ndarray]:
+        """The hierarchy's code of each value code at every level (computed once)."""
+        if self.hierarchy is None:
+            raise ValueError(f"sensitive attribute {self.name!r} has no hierarchy")
+        if self._level_codes is None:
+            self._level_codes = self.hierarchy.level_codes(self.values)
+        return self._level_codes
 
 
 def code_sensitive(series: pd.Series, name: str, kind: str = "nominal",
@@ -155,6 +164,14 @@ def _ranks(values: np.ndarray, name: str, kind: str, order: Sequence[object] | N
     return pd.Series(sort_key).rank(method="dense").to_numpy(np.int64) - 1
 
 
+ClassSizes = EquivalenceClasses | np.ndarray
+
+
+def _sizes(classes: ClassSizes) -> np.ndarray:
+    """The class sizes of ``classes`` (an :class:`EquivalenceClasses` or the sizes themselves)."""
+    return classes.sizes if isinstance(classes, EquivalenceClasses) else np.asarray(classes)
+
+
 @dataclass
 class Cells:
     """The class × value count matrix, sparse, with singleton classes kept apart.
@@ -163,7 +180,10 @@ class Cells:
     ``alone_cls, alone_val``: the class and value of each row that is alone in its class (its
     cell has count 1). Singletons are most rows of a raw table; their figures follow from a
     formula (one value, entropy 0, total variation ``1 - p_v``), so they are never counted.
-    ``p``: the table's distribution over the ``n_values`` values.
+    ``total``: the table's rows per value (int64), so ``p = total / total.sum()``; the distances
+    are computed from these counts in integers, so a class's figure does not depend on how
+    classes or values are numbered or ordered. Weights proportional to a distribution (floats)
+    are accepted too; the same formulas then run in floating point.
     """
 
     cls: np.ndarray
@@ -172,28 +192,55 @@ class Cells:
     alone_cls: np.ndarray
     alone_val: np.ndarray
     n_values: int
-    p: np.ndarray
+    total: np.ndarray
+
+    @property
+    def n(self) -> int | float:
+        """The table's rows (the sum of ``total``)."""
+        n = self.total.sum()
+        return int(n) if self.total.dtype.kind in "iub" else float(n)
+
+    @property
+    def p(self) -> np.ndarray:
+        """The table's distribution over the values."""
+        return self.total / max(self.n, 1)
+
+    @classmethod
+    def from_counts(cls, sizes: np.ndarray, cls_: np.ndarray, val: np.ndarray, cnt: np.ndarray,
+                    n_values: int, total: np.ndarray) -> Cells:
+        """Cells from every non-zero ``(class, value, count)``, singleton classes set apart."""
+        alone = sizes[cls_] == 1
+        if not alone.any():
+            empty = cls_[:0]
+            return cls(cls_, val, cnt, empty, val[:0], n_values, total)
+        rest = ~alone
+        return cls(cls_[rest], val[rest], cnt[rest], cls_[alone], val[alone], n_values, total)
 
     def coarsen(self, mapping: np.ndarray, m: int) -> Cells:
-        """The cells with values mapped through ``mapping`` onto ``0..m-1`` (merged cells summed)."""
-        key = self.cls * m + mapping[self.val]
+        """The cells with values mapped through ``mapping`` onto ``0..m-1`` (merged cells summed).
+
+        The result's cells are sorted by class, then by new value.
+        """
+        key = self.cls.astype(np.int64) * m + mapping[self.val]
         uniq, inverse = np.unique(key, return_inverse=True)
-        cnt = np.bincount(inverse.ravel(), weights=self.cnt).astype(np.int64)
-        p = np.bincount(mapping, weights=self.p, minlength=m)
-        return Cells(uniq // m, uniq % m, cnt, self.alone_cls, mapping[self.alone_val], m, p)
+        cnt = np.bincount(inverse.ravel(), weights=self.cnt, minlength=len(uniq)).astype(np.int64)
+        total = np.bincount(mapping, weights=self.total, minlength=m)
+        if self.total.dtype.kind in "iub":
+            total = total.astype(np.int64)
+        return Cells(uniq // m, uniq % m, cnt, self.alone_cls, mapping[self.alone_val], m, total)
 
 
 def class_value_cells(classes: EquivalenceClasses, codes: np.ndarray, n_values: int) -> Cells:
     """Cells of a coded column (one code in [0, n_values) per row, by position)."""
     codes = np.asarray(codes)
     alone = classes.sizes[classes.row_class] == 1
-    p = np.bincount(codes, minlength=n_values) / max(classes.n_rows, 1)
+    total = np.bincount(codes, minlength=n_values).astype(np.int64, copy=False)
     alone_cls = classes.row_class[alone]
     alone_val = codes[alone]  # kept in the codes' (narrow) type: only ever an index
     rest = ~alone
     del alone
     cls, val, cnt = count_cells(classes.row_class, codes, classes.n_classes, n_values, rows=rest)
-    return Cells(cls, val, cnt, alone_cls, alone_val, n_values, p)
+    return Cells(cls, val, cnt, alone_cls, alone_val, n_values, total)
 
 
 @dataclass
@@ -204,24 +251,39 @@ class Diversity:
     entropy: np.ndarray  # float, natural log
 
 
-def diversity(classes: EquivalenceClasses, cells: Cells) -> Diversity:
+def diversity(classes: ClassSizes, cells: Cells) -> Diversity:
     """Distinct values and Shannon entropy (nats) of each class.
 
     ``H_c = ln n_c - (1/n_c) sum_v n_cv ln n_cv``; a singleton class has one value and H = 0.
+    The sum is taken in fixed point: each term ``n_cv ln n_cv`` is rounded to a multiple of
+    ``2**-k_c`` with ``k_c`` the largest exponent keeping the class's sum below ``2**52``, and
+    the integers are added exactly. So ``H_c`` depends only on the class's counts, not on the
+    order of its cells (two codings of one table give bit-identical entropies), and the rounding
+    is that of ordinary float addition.
     """
-    # int32: a class holds at most as many distinct values as there are rows (< 2**31 here)
-    distinct = np.bincount(cells.cls, minlength=classes.n_classes).astype(
-        classes.row_class.dtype, copy=False)
+    sizes = _sizes(classes)
+    n_classes = len(sizes)
+    # a class holds at most as many distinct values as there are rows
+    distinct = np.bincount(cells.cls, minlength=n_classes).astype(
+        class_id_dtype(int(sizes.sum())), copy=False)
     distinct[cells.alone_cls] = 1
+    log_size = np.log(sizes, dtype=float)
+    # per class, 2**k_c with n_c ln n_c * 2**k_c < 2**52 (the largest possible sum of terms)
+    _, exponent = np.frexp(sizes * log_size)
+    scale = 52 - exponent
     c = cells.cnt.astype(float)
-    logc = np.log(c)
-    logc *= c
-    # (an empty bincount is int64: cast so the in-place float arithmetic below works)
-    s = np.bincount(cells.cls, weights=logc, minlength=classes.n_classes).astype(float, copy=False)
-    del c, logc
-    # in place, without a float copy of the sizes: one class-length temporary at a time
-    s /= classes.sizes
-    entropy = np.log(classes.sizes, dtype=float)
+    term = np.log(c)
+    term *= c
+    del c
+    class_scale = scale[cells.cls]
+    term = np.ldexp(term, class_scale)
+    np.rint(term, out=term)
+    # integer-valued terms below 2**53 in every class: bincount's float sums are exact
+    s = np.bincount(cells.cls, weights=term, minlength=n_classes).astype(float, copy=False)
+    del term
+    s = np.ldexp(s, -scale)
+    s /= sizes
+    entropy = log_size
     entropy -= s
     del s
     # rounding can leave -1e-16 for a class of a single value
@@ -229,14 +291,16 @@ def diversity(classes: EquivalenceClasses, cells: Cells) -> Diversity:
     return Diversity(distinct, entropy)
 
 
-def recursive_l(classes: EquivalenceClasses, cells: Cells, c: float) -> np.ndarray:
+def recursive_l(classes: ClassSizes, cells: Cells, c: float) -> np.ndarray:
     """For each class, the largest l with ``r_1 < c * (r_l + ... + r_m)`` (0 if none).
 
     The tail sum shrinks as l grows, so the condition holds for l = 1..l* and fails after:
     l* is the number of ranks at which it holds. A singleton class has l* = 1 when c > 1.
     """
+    sizes = _sizes(classes)
+    n_classes = len(sizes)
     cls, cnt = cells.cls, cells.cnt
-    out = np.zeros(classes.n_classes, dtype=np.int64)
+    out = np.zeros(n_classes, dtype=np.int64)
     if len(cls):
         order = np.lexsort((-cnt, cls))
         cls_s, cnt_s = cls[order], cnt[order]
@@ -245,91 +309,140 @@ def recursive_l(classes: EquivalenceClasses, cells: Cells, c: float) -> np.ndarr
         first = np.repeat(starts, run)
         prefix = np.cumsum(cnt_s) - cnt_s  # sum of counts before this position (all classes)
         before = prefix - prefix[first]  # counts ranked above this one, within its class
-        tail = classes.sizes[cls_s] - before  # r_rank + ... + r_m
+        tail = sizes[cls_s] - before  # r_rank + ... + r_m
         holds = cnt_s[first] < c * tail
-        out += np.bincount(cls_s, weights=holds, minlength=classes.n_classes).astype(np.int64)
+        out += np.bincount(cls_s, weights=holds, minlength=n_classes).astype(np.int64)
     out[cells.alone_cls] = 1 if c > 1 else 0
     return out
 
 
-def total_variation(classes: EquivalenceClasses, cells: Cells) -> np.ndarray:
+def _exact(cells: Cells) -> bool:
+    return cells.total.dtype.kind in "iub"
+
+
+def _tv_numerator(sizes: np.ndarray, cells: Cells) -> np.ndarray:
+    """``n_c * N * TV_c`` of each class (``N`` the table's rows): an integer when ``total`` is.
+
+    ``TV_c = sum_v max(0, q_cv - p_v)`` (the mass the class holds in excess of the table, which
+    equals half the L1 distance as both sum to 1), so only the values present in a class count:
+    ``n_c N TV_c = sum_{v in c} max(0, n_cv N - N_v n_c)``. A singleton holding ``v`` has
+    ``N - N_v``. The float sums of bincount are exact while ``n_c N < 2**53`` (tables below
+    about 9·10^7 rows); beyond, they are rounded as any float sum.
+    """
+    n = cells.n
+    total = cells.total
+    excess = cells.cnt * n
+    excess -= total[cells.val] * sizes[cells.cls]
+    np.maximum(excess, 0, out=excess)
+    num = np.bincount(cells.cls, weights=excess, minlength=len(sizes)).astype(float, copy=False)
+    del excess
+    num[cells.alone_cls] = (n - total)[cells.alone_val]  # per value, then one gather
+    return num
+
+
+def total_variation(classes: ClassSizes, cells: Cells) -> np.ndarray:
     """Total variation ``0.5 * sum_v |q_cv - p_v|`` of each class.
 
-    Values absent from a class contribute ``p_v`` each, so
-    ``TV_c = 0.5 * (1 + sum_{v in c} (|q_cv - p_v| - p_v))``; a singleton class holding ``v``
-    has ``TV = 1 - p_v``.
+    Computed as ``sum_{v in c} max(0, n_cv N - N_v n_c) / (n_c N)`` (see :func:`_tv_numerator`):
+    with integer counts the division is the only rounding, so the figure is the correctly
+    rounded value of the exact fraction (a class at exactly t = 0.2 measures 0.2).
     """
-    q = cells.cnt / classes.sizes[cells.cls]
-    pv = cells.p[cells.val]
-    q -= pv
-    np.abs(q, out=q)
-    q -= pv
-    del pv
-    tv = np.bincount(cells.cls, weights=q, minlength=classes.n_classes).astype(float, copy=False)
-    del q
-    tv += 1.0
-    tv *= 0.5
-    tv[cells.alone_cls] = (1.0 - cells.p)[cells.alone_val]  # per value, then one gather
+    sizes = _sizes(classes)
+    tv = _tv_numerator(sizes, cells)
+    tv /= sizes * float(cells.n)
     return np.clip(tv, 0.0, 1.0, out=tv)
 
 
-def ordered_emd(classes: EquivalenceClasses, cells: Cells, ranks: np.ndarray) -> np.ndarray:
+def present_ranks(ranks: np.ndarray, total: np.ndarray) -> tuple[np.ndarray, int]:
+    """Ranks renumbered over the values present (``total > 0``) and their number ``m``.
+
+    The ordered distance ``|i - j| / (m - 1)`` is over the distinct values of the table
+    measured; when rows are set aside (suppressed), a value they alone held leaves the order,
+    as it is absent from the published table the gate measures.
+    """
+    present = np.unique(ranks[total > 0])
+    if len(ranks) == 0 or len(present) == int(ranks.max()) + 1:
+        return ranks, len(present)  # every position is held: nothing to renumber
+    # a value no row holds takes the next position held (the last one past the end); only
+    # classes set aside can hold it, and their figures are not read
+    return np.minimum(np.searchsorted(present, ranks), max(len(present) - 1, 0)), len(present)
+
+
+def ordered_emd(classes: ClassSizes, cells: Cells, ranks: np.ndarray) -> np.ndarray:
     """Ordered-distance EMD of each class: ``sum_{i<m-1} |Q_c(i) - P(i)| / (m - 1)``.
 
-    ``ranks`` gives each value code's position 0..m-1 in the value order (equal values share
-    one). A class's cumulative distribution ``Q_c`` is constant between its non-zero ranks, so
-    the sum is taken segment by segment with prefix sums of ``P`` and a binary search for where
-    ``P`` crosses ``Q_c``: cost proportional to the non-zero cells, not to classes × values. A
-    singleton at rank r has ``Q = 0`` below r and 1 from r on.
+    ``ranks`` gives each value code's position in the value order (equal values share one);
+    ``m`` is the number of positions held by values present in the table. In counts, with
+    ``C_c(i)`` and ``N(i)`` the class's and the table's cumulative counts up to position ``i``:
+    ``EMD_c = sum_{i<m-1} |N C_c(i) - n_c N(i)| / (n_c N (m - 1))``, a sum of integers when the
+    counts are integers (exact while ``N^2 m < 2**53``; int64 beyond, rounded as floats).
+    ``C_c`` is constant between the class's non-zero positions, so the sum is taken segment by
+    segment with prefix sums of ``N(i)`` and a binary search for where ``n_c N(i)`` crosses
+    ``N C_c``: cost proportional to the non-zero cells, not to classes × values. A singleton at
+    position r has ``C = 0`` below r and 1 from r on.
     """
-    m = int(ranks.max()) + 1 if len(ranks) else 1
+    sizes = _sizes(classes)
+    n_classes = len(sizes)
+    ranks, m = present_ranks(np.asarray(ranks), cells.total)
     if m <= 1:
-        return np.zeros(classes.n_classes)
-    ranked = cells.coarsen(ranks, m)  # cells sorted by class, then rank
-    P = np.cumsum(ranked.p)
-    S = np.concatenate([[0.0], np.cumsum(P)])  # S[i] = P(0) + ... + P(i-1)
-    total = np.zeros(classes.n_classes)
+        return np.zeros(n_classes)
+    if _exact(cells) and float(cells.n) ** 2 * m >= 2.0 ** 62:
+        # int64 would overflow: the same formulas in floating point
+        cells = Cells(cells.cls, cells.val, cells.cnt, cells.alone_cls, cells.alone_val,
+                      cells.n_values, cells.total.astype(float))
+    ranked = cells.coarsen(ranks, m)  # cells sorted by class, then position
+    cum = np.cumsum(ranked.total)  # N(i)
+    n = cum[-1]
+    prefix = np.concatenate([cum[:0], [0], np.cumsum(cum)])  # prefix[i] = N(0) + ... + N(i-1)
+    out = np.zeros(n_classes)
 
     cls, rank = ranked.cls, ranked.val
     if len(cls):
-        q = ranked.cnt / classes.sizes[cls]
-        csum = np.cumsum(q)
+        size = sizes[cls]
+        csum = np.cumsum(ranked.cnt)
         starts = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]])
         run = np.diff(np.r_[starts, len(cls)])
         first = np.repeat(starts, run)
-        Q = csum - (csum[first] - q[first])  # cumulative within the class, up to this rank
+        level = n * (csum - (csum[first] - ranked.cnt[first]))  # N C_c, up to this position
         last = np.r_[cls[1:] != cls[:-1], True]
         next_rank = np.where(last, m - 1, np.r_[rank[1:], 0])
-        a, b = rank, next_rank - 1  # segment [a, b] where Q_c(i) = Q; may be empty (b = a - 1)
-        s = np.clip(np.searchsorted(P, Q, side="right"), a, b + 1)
-        seg = (s - a) * Q - (S[s] - S[a]) + (S[b + 1] - S[s]) - (b + 1 - s) * Q
-        total += np.bincount(cls, weights=seg, minlength=classes.n_classes)
-        # before a class's first non-zero rank Q_c = 0: P(0) + ... + P(r_first - 1)
-        total += np.bincount(cls[starts], weights=S[rank[starts]], minlength=classes.n_classes)
+        a, b = rank, next_rank - 1  # segment [a, b] where C_c is constant; may be empty
+        # first position of the segment where n_c N(i) > N C_c (N(i) is non-decreasing)
+        crossing = level // size if _exact(ranked) else level / size
+        s = np.clip(np.searchsorted(cum, crossing, side="right"), a, b + 1)
+        seg = ((s - a) * level - size * (prefix[s] - prefix[a])
+               + size * (prefix[b + 1] - prefix[s]) - (b + 1 - s) * level)
+        out += np.bincount(cls, weights=seg, minlength=n_classes)
+        # before a class's first non-zero position C_c = 0: n_c (N(0) + ... + N(r_first - 1))
+        out += np.bincount(cls[starts], weights=size[starts] * prefix[rank[starts]],
+                           minlength=n_classes)
     r = ranked.alone_val
-    # singleton: sum_{i<r} P(i) + sum_{r<=i<=m-2} (1 - P(i))
-    total[ranked.alone_cls] = S[r] + (m - 1 - r) - (S[m - 1] - S[r])
-    return np.clip(total / (m - 1), 0.0, 1.0)
+    # singleton: sum_{i<r} N(i) + sum_{r<=i<=m-2} (N - N(i))
+    out[ranked.alone_cls] = prefix[r] + (m - 1 - r) * n - (prefix[m - 1] - prefix[r])
+    out /= sizes * (float(n) * (m - 1))
+    return np.clip(out, 0.0, 1.0, out=out)
 
 
-def hierarchical_emd(classes: EquivalenceClasses, cells: Cells, sensitive: CodedSensitive) -> np.ndarray:
+def hierarchical_emd(classes: ClassSizes, cells: Cells, sensitive: CodedSensitive) -> np.ndarray:
     """Hierarchical-distance EMD of each class: mean over levels 0..H-1 of the total variation.
 
     (With Li et al.'s cost ``height(N)/H * min(pos_extra, neg_extra)`` per inner node, the sum
-    telescopes to ``sum_{j<H} sum_{N at level j} |Q_c(N) - P(N)| / (2H)``.)
+    telescopes to ``sum_{j<H} sum_{N at level j} |Q_c(N) - P(N)| / (2H)``.) The levels' total
+    variations are added as integer numerators (:func:`_tv_numerator`), divided once.
     """
-    assert sensitive.hierarchy is not None
-    level_codes = sensitive.hierarchy.level_codes(sensitive.values)
+    sizes = _sizes(classes)
+    level_codes = sensitive.level_codes()
     height = len(level_codes) - 1
-    total = np.zeros(classes.n_classes)
+    num = np.zeros(len(sizes))
     for j in range(height):
         codes_j = level_codes[j]
         m_j = int(codes_j.max()) + 1 if len(codes_j) else 1
-        total += total_variation(classes, cells if j == 0 else cells.coarsen(codes_j, m_j))
-    return total / max(height, 1)
+        num += _tv_numerator(sizes, cells if j == 0 else cells.coarsen(codes_j, m_j))
+    num /= sizes * (float(cells.n) * max(height, 1))
+    return np.clip(num, 0.0, 1.0, out=num)
 
 
-def t_closeness(classes: EquivalenceClasses, sensitive: CodedSensitive, cells: Cells) -> tuple[np.ndarray, str]:
+def t_closeness(classes: ClassSizes, sensitive: CodedSensitive, cells: Cells) -> tuple[np.ndarray, str]:
     """Per-class distance to the table's distribution and the name of the distance used."""
     if sensitive.hierarchy is not None:
         return hierarchical_emd(classes, cells, sensitive), "hierarchical_emd"
