@@ -39,10 +39,23 @@ from .local_suppression import local_suppression
 from .microaggregation import aggregate, mdav
 from .mondrian import MondrianNoSolution, mondrian
 from .pram import apply_pram, parse_pram
-from .record import breakdown, class_histogram, table_hash
+from .record import (
+    RECORD_FORMAT,
+    CellSuppression,
+    Classes,
+    MicroaggregationInfo,
+    MondrianInfo,
+    Parameters,
+    PramInfo,
+    Suppression,
+    TransformationRecord,
+    Utility,
+    breakdown,
+    class_histogram,
+    table_hash,
+)
 from .utility import query_error
 
-RECORD_FORMAT = "anon_dagster.transformations/1"
 Progress = Callable[[int, int], None]
 
 
@@ -66,7 +79,7 @@ class AnonymizationResult:
     """
 
     data: pd.DataFrame
-    record: dict[str, Any]
+    record: TransformationRecord
     suppressed: int
     search: SearchResult | None = None
     suppressed_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -126,8 +139,7 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> Anony
             raise UserError(f"unknown anonymization method {method!r}")
     data = full.loc[~suppressed] if suppressed.any() else full
     record = _record(spec, policy, df, full, data, suppressed, cells, method, metric_value,
-                     input_hash, extra)
-    record["elapsed_s"] = round(time.perf_counter() - t0, 4)
+                     input_hash, extra, t0)
     return AnonymizationResult(data, record, int(suppressed.sum()), search, suppressed)
 
 
@@ -247,8 +259,8 @@ def _mondrian(work, spec, policy, sens_codes, progress):
     boxes = {"classes": m.n_classes,
              "partition_keys": {c: [_as_label(v) for v in work[c].iloc[reps].tolist()] for c in pks},
              "columns": m.boxes,
-             # the cut tree, so a large population is placed by replaying it (population.py)
-             "tree": m.tree}
+             # the cut tree, so a large population is placed by replaying it (cut_tree.py)
+             "tree": m.tree.to_json() if m.tree is not None else None}
     info = {"mondrian": {
         "ncp": round(m.ncp, 6), "cuts": m.cuts, "classes": m.n_classes, "min_part_size": min_part,
         "parts_suppressed": m.too_small_parts, "ranges": m.ranges,
@@ -324,7 +336,9 @@ def _microaggregation(work, spec, policy, sens_codes):
 
 
 def _record(spec, policy: Policy, df, full, data, suppressed, cells, method, metric_value,
-            input_hash, extra) -> dict:
+            input_hash, extra: dict[str, Any], t0: float) -> TransformationRecord:
+    """The record of one run; ``extra`` holds the method's entries in their JSON form, ``t0``
+    the run's start (``elapsed_s``)."""
     n = len(df)
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
     qis = [c for c in spec.quasi_identifiers if c in data.columns]
@@ -342,43 +356,72 @@ def _record(spec, policy: Policy, df, full, data, suppressed, cells, method, met
         target_pub = full[q.target].astype(object).astype(str).to_numpy()
         err, _ = query_error(orig, pub, target, ~suppressed, target_pub)
         queries[q.name] = round(err, 6)
-    record = {
-        "format": RECORD_FORMAT,
-        "release": spec.release,
-        "method": method,
-        "parameters": {
-            "k": spec.anonymization.k,
-            "max_suppression": spec.anonymization.max_suppression,
-            "utility": spec.anonymization.utility,
-            "suppression": spec.anonymization.suppression,
-            "policy": policy.to_dict(),
-        },
-        "seed": spec.anonymization.seed,
-        "quasi_identifiers": gen,
-        "partition_keys": pks,
-        "rows_in": n,
-        "rows_out": len(data),
-        "suppression": {
-            "rows": n_sup,
-            "share": round(n_sup / n, 6) if n else 0.0,
-            "budget_rows": suppression_budget(policy, n),
-            "cells": cells,
-            "cells_total": int(sum(cells.values())),
-            "by_partition_key": breakdown(df, suppressed, pks),
-            "by_query": {q.name: breakdown(df, suppressed, [c for c in q.group_by if c in df.columns])
-                         for q in spec.utility_queries},
-        },
-        "classes": {
-            "count": int(len(sizes)),
-            "k": int(sizes.min()) if len(sizes) else None,
-            "histogram": class_histogram(sizes),
-        },
-        "utility": {"metric": _metric_name(method, spec), "value": metric_value, "queries": queries},
-        **extra,
-        "input_hash": input_hash,
-        "output_hash": table_hash(data),
-    }
-    return record
+
+    def entry(section, name: str):
+        return section.from_json(extra[name], prefix=name + ".") if extra.get(name) is not None else None
+
+    # a table the anonymization never ran on (see empty_record) may lack the partition keys
+    present_pks = [c for c in pks if c in df.columns]
+    return TransformationRecord(
+        format=RECORD_FORMAT,
+        release=spec.release,
+        method=method,
+        parameters=Parameters(
+            k=spec.anonymization.k,
+            max_suppression=spec.anonymization.max_suppression,
+            utility=spec.anonymization.utility,
+            suppression=spec.anonymization.suppression,
+            policy=policy.to_dict(),
+        ),
+        seed=spec.anonymization.seed,
+        quasi_identifiers=gen,
+        partition_keys=pks,
+        rows_in=n,
+        rows_out=len(data),
+        suppression=Suppression(
+            rows=n_sup,
+            share=round(n_sup / n, 6) if n else 0.0,
+            budget_rows=suppression_budget(policy, n),
+            cells=cells,
+            cells_total=int(sum(cells.values())),
+            by_partition_key=breakdown(df, suppressed, present_pks),
+            by_query={q.name: breakdown(df, suppressed, [c for c in q.group_by if c in df.columns])
+                      for q in spec.utility_queries},
+        ),
+        classes=Classes(
+            count=int(len(sizes)),
+            k=int(sizes.min()) if len(sizes) else None,
+            histogram=class_histogram(sizes),
+        ),
+        utility=Utility(metric=_metric_name(method, spec), value=metric_value, queries=queries),
+        pram=entry(PramInfo, "pram"),
+        levels=extra.get("levels"),
+        search=extra.get("search"),
+        cell_suppression=entry(CellSuppression, "cell_suppression"),
+        mondrian=entry(MondrianInfo, "mondrian"),
+        microaggregation=entry(MicroaggregationInfo, "microaggregation"),
+        input_hash=input_hash,
+        output_hash=table_hash(data),
+        elapsed_s=round(time.perf_counter() - t0, 4),
+        # entries a method adds that the record does not declare are kept, not dropped
+        extra={k: v for k, v in extra.items() if k not in _METHOD_ENTRIES},
+    )
+
+
+_METHOD_ENTRIES = ("pram", "levels", "search", "cell_suppression", "mondrian", "microaggregation")
+
+
+def empty_record(df: pd.DataFrame, spec) -> TransformationRecord:
+    """The record of a table of which nothing is published: every row of ``df`` suppressed.
+
+    For a partition no anonymization (not even a relaxed one) can produce: the release pipeline
+    publishes an empty table, and the gate and the report still read a complete record.
+    """
+    t0 = time.perf_counter()
+    policy = Policy.from_spec(spec)
+    suppressed = np.ones(len(df), dtype=bool)
+    return _record(spec, policy, df, df, df.iloc[0:0], suppressed, {}, spec.anonymization.method, None,
+                   table_hash(df), {}, t0)
 
 
 def _metric_name(method: str, spec) -> str:
