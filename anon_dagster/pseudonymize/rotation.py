@@ -12,6 +12,10 @@ person has different pseudonyms before and after. What each method needs to link
   with the new, without the original identifiers. Cost: one pass over the pseudonymized data.
 * **token** — tokens are random and stay the same; :func:`rekey_token_vault` re-seals the vault
   under the new key version so the old key can be retired.
+
+The ledger's linkage key needs nothing: it is pinned to key version 1
+(:data:`~.keystore.base.PINNED_VERSIONS`), so the composition check recognizes the persons of
+publications made before the rotation.
 """
 
 from __future__ import annotations
