@@ -24,6 +24,7 @@ import pandas as pd
 from ..errors import DataError, HierarchyError, UserError
 from ..hierarchies import _as_label
 from ..risk.classes import EquivalenceClasses
+from ..risk.utility import joint_label_codes, utility_query_error
 from .coding import code_qi, combine, factorize, group
 from .criteria import (
     Policy,
@@ -54,7 +55,6 @@ from .record import (
     class_histogram,
     table_hash,
 )
-from .utility import query_error
 
 Progress = Callable[[int, int], None]
 
@@ -124,7 +124,7 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> Anony
                 f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it"
             )
         if method == "global":
-            full, suppressed, cells, search, info = _global(work, spec, policy, sens_coded, progress)
+            full, suppressed, cells, search, info = _global(df, work, spec, policy, sens_coded, progress)
             metric_value = search.loss
             extra.update(info)
         elif method == "mondrian":
@@ -146,7 +146,10 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> Anony
 # ----- methods ----------------------------------------------------------------------------------
 
 
-def _query_spec(spec, work: pd.DataFrame, gen: list[str]) -> QuerySpec | None:
+def _query_spec(spec, df: pd.DataFrame, work: pd.DataFrame, gen: list[str]) -> QuerySpec | None:
+    """The utility query the search minimizes, coded as the gate compares ``df`` (the original)
+    with the published table: by label, columns the search does not generalize coded over both
+    (``work`` differs from ``df`` by PRAM)."""
     utility = spec.anonymization.utility
     if not utility.startswith("query:"):
         return None
@@ -154,19 +157,30 @@ def _query_spec(spec, work: pd.DataFrame, gen: list[str]) -> QuerySpec | None:
     for c in [*q.group_by, q.target]:
         if c not in work.columns:
             raise DataError(f"{spec.label}: utility query {q.name!r} needs column {c!r}, missing from the data")
+    n = len(df)
+
+    def both(c: str) -> tuple[np.ndarray, np.ndarray]:
+        codes, _ = joint_label_codes(df[c], work[c])
+        return codes[:n], codes[n:]
+
+    fixed = [both(c) for c in q.group_by if c not in gen]
+    target = both(q.target) if q.target not in gen else (None, None)
     return QuerySpec(
         group_qi=[gen.index(c) for c in q.group_by if c in gen],
-        group_fixed=[factorize(work[c])[0] for c in q.group_by if c not in gen],
-        target=factorize(work[q.target])[0],
+        group_fixed=[f[0] for f in fixed],
+        target=target[0],
+        target_qi=gen.index(q.target) if q.target in gen else None,
+        group_fixed_published=[f[1] for f in fixed],
+        target_published=target[1],
     )
 
 
-def _global(work, spec, policy, sens_coded, progress):
+def _global(df, work, spec, policy, sens_coded, progress):
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
     coded = {c: code_qi(work[c], spec.hierarchies[c]) for c in gen}
     qis = [coded[c] for c in gen] + [code_qi(work[c], None) for c in pks]
     lattice = Lattice(qis, policy, sens_coded, spec.anonymization.utility,
-                      _query_spec(spec, work, gen), [True] * len(gen) + [False] * len(pks))
+                      _query_spec(spec, df, work, gen), [True] * len(gen) + [False] * len(pks))
     search = lattice.search(frontier=spec.anonymization.frontier, progress=progress)
     if not search.solved:
         closest = search.closest
@@ -350,12 +364,8 @@ def _record(spec, policy: Policy, df, full, data, suppressed, cells, method, met
         cols = [*q.group_by, q.target]
         if any(c not in df.columns or c not in full.columns for c in cols):
             continue
-        orig = [factorize(df[c])[0] for c in q.group_by]
-        pub = [factorize(full[c])[0] for c in q.group_by]
-        target = df[q.target].astype(object).astype(str).to_numpy()
-        target_pub = full[q.target].astype(object).astype(str).to_numpy()
-        err, _ = query_error(orig, pub, target, ~suppressed, target_pub)
-        queries[q.name] = round(err, 6)
+        # the gate's figure: the question asked of the original and of the published table
+        queries[q.name] = round(utility_query_error(df, data, q.group_by, q.target).max_error_points, 6)
 
     def entry(section, name: str):
         return section.from_json(extra[name], prefix=name + ".") if extra.get(name) is not None else None

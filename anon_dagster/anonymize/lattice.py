@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..risk.sensitive import CodedSensitive
+from ..risk.utility import aecs, discernibility
 from .coding import CodedQI, combine, group
 from .criteria import (
     Policy,
@@ -50,7 +51,7 @@ from .criteria import (
     published_evaluation,
     suppression_budget,
 )
-from .utility import SEPARABLE, label_log_counts, label_loss, query_error, separable_bounds
+from .utility import SEPARABLE, QueryCodes, label_log_counts, label_loss, separable_bounds
 
 MAX_LATTICE_NODES = 5_000_000
 _CACHE_LIMIT = 512
@@ -140,11 +141,32 @@ class _State:
 
 @dataclass
 class QuerySpec:
-    """A utility query on coded columns: group-by columns (QI index or fixed codes), target."""
+    """A utility query on coded columns: group-by columns (QI index or fixed codes), target.
+
+    ``group_fixed`` and ``target`` are the codes per row of columns the search does not
+    generalize; ``group_fixed_published`` and ``target_published`` their published codes when
+    they differ (PRAM), in the same coding. ``target_qi`` names a target that is itself a
+    generalized QI (``target`` is then ignored).
+    """
 
     group_qi: list[int]                 # indices into the lattice's QIs, generalized with the node
     group_fixed: list[np.ndarray]       # other group-by columns' codes per row (never generalized)
-    target: np.ndarray                  # target codes per row
+    target: np.ndarray | None           # target codes per row
+    target_qi: int | None = None
+    group_fixed_published: list[np.ndarray] | None = None
+    target_published: np.ndarray | None = None
+
+    def codes(self, qis: Sequence[CodedQI]) -> QueryCodes:
+        """The query coded over the original's rows then the published table's."""
+        def both(original: np.ndarray, published: np.ndarray | None) -> tuple[np.ndarray, int]:
+            codes = np.concatenate([original, original if published is None else published])
+            return codes.astype(np.int64, copy=False), int(codes.max()) + 1 if len(codes) else 1
+
+        published = self.group_fixed_published or [None] * len(self.group_fixed)
+        fixed = [both(c, p) for c, p in zip(self.group_fixed, published, strict=True)]
+        if self.target_qi is not None:
+            return QueryCodes(qis, self.group_qi, fixed, target_qi=self.target_qi)
+        return QueryCodes(qis, self.group_qi, fixed, target=both(self.target, self.target_published))
 
 
 class Lattice:
@@ -179,6 +201,7 @@ class Lattice:
         self.infos: dict[int, NodeInfo] = {}
         self._step_cost: list[np.ndarray] | None = None
         self._query_cache: dict[tuple[int, ...], float] = {}
+        self._query_codes = query.codes(self.qis) if query is not None else None
         self._cache: dict[int, _State] = {}
         self._radix = np.cumprod(self.dims[::-1])[::-1]
         self._radix = np.append(self._radix[1:], 1)
@@ -334,9 +357,9 @@ class Lattice:
             sup = st.sizes * q * math.log2(max(n, 1)) - st.logv
             return float(gen[kept].sum() + sup[failing].sum())
         if self.metric == "discernibility":
-            return float((st.sizes[kept].astype(float) ** 2).sum() + sup_rows * n)
+            return discernibility(st.sizes[kept], sup_rows)
         if self.metric == "aecs":
-            return n / max(int(kept.sum()) + (1 if sup_rows else 0), 1)
+            return aecs(st.sizes[kept], sup_rows)
         if self.metric.startswith("query:"):
             return self.query_error(idx, failing)
         raise UserError(f"unknown utility {self.metric!r}")
@@ -349,25 +372,19 @@ class Lattice:
 
     def query_error(self, idx: int, failing: np.ndarray) -> float:
         """The utility query's error at node ``idx`` whose failing classes are suppressed."""
-        assert self.query is not None
+        if self._query_codes is None:
+            raise UserError("this lattice has no utility query")
         levels = self.nodes[idx]
-        group_levels = tuple(int(levels[j]) for j in self.query.group_qi)
         if not failing.any():
-            # nothing suppressed: the error depends only on the group-by QIs' levels
-            if group_levels not in self._query_cache:
-                orig = [self.qis[j].codes for j in self.query.group_qi] + list(self.query.group_fixed)
-                pub = [self.qis[j].row_codes(lv) for j, lv in zip(self.query.group_qi, group_levels, strict=True)]
-                self._query_cache[group_levels] = query_error(
-                    orig, pub + list(self.query.group_fixed), self.query.target)[0]
-            return self._query_cache[group_levels]
+            # nothing suppressed: the error depends only on the levels the query reads
+            used = self._query_codes.levels_used(levels)
+            if used not in self._query_cache:
+                self._query_cache[used] = self._query_codes.error(levels)
+            return self._query_cache[used]
         rc, st = self.row_class(idx)
         # failing was computed on the state from the cache; recompute on this state to align ids
         _, failing2, _ = self._verdict(st, self.policy)
-        kept = ~failing2[rc]
-        orig = [self.qis[j].codes for j in self.query.group_qi] + list(self.query.group_fixed)
-        pub = [self.qis[j].row_codes(int(levels[j])) for j in self.query.group_qi] + list(self.query.group_fixed)
-        err, _ = query_error(orig, pub, self.query.target, kept)
-        return err
+        return self._query_codes.error(levels, ~failing2[rc])
 
     # ----- search ------------------------------------------------------------------------------
     def _chain(self, idx: int) -> list[int]:

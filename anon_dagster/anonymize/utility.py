@@ -1,4 +1,4 @@
-"""Utility (information-loss) measures the anonymizer minimizes, and utility-query error.
+"""Utility (information-loss) measures the anonymizer minimizes, and the utility-query error.
 
 Definitions (n rows, q generalized QIs; a suppressed row counts as every QI at ``*``):
 
@@ -8,10 +8,15 @@ Definitions (n rows, q generalized QIs; a suppressed row counts as every QI at `
 - ``entropy``: non-uniform entropy (ARX), in bits: the sum over rows and generalized QIs of
   log2(count(label) / count(value)), counts taken over the input table: the information an
   analyst lacks to tell the original value from the published label.
-- ``discernibility``: sum over published classes of |class|², plus n for every suppressed row.
+- ``discernibility``: sum over published classes of |class|², plus n for every suppressed row
+  (:func:`anon_dagster.risk.utility.discernibility`, the risk report's figure).
 - ``aecs``: average class size, n / (published classes + 1 if any row is suppressed), the
-  suppressed rows counting as one class of ``*``.
-- ``query:<name>``: the utility query's error, in percentage points (see :func:`query_error`).
+  suppressed rows counting as one class of ``*`` (:func:`anon_dagster.risk.utility.aecs`).
+- ``query:<name>``: the utility query's error, in percentage points, as the release gate
+  computes it from the original and the published table (:class:`QueryCodes`).
+
+``loss`` is the risk report's ``generalization_loss`` of the published table (the same
+per-label loss, :func:`anon_dagster.risk.utility.label_loss`).
 
 ``loss`` and ``entropy`` are sums over cells, so their value *without* suppression is separable
 per QI and a lower bound of their value with suppression; the lattice search uses it to visit
@@ -25,20 +30,21 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .coding import CodedQI, combine, group
+from ..risk import utility as risk_utility
+from ..risk.classes import combine_codes
+from ..risk.utility import prevalence_errors
+from .coding import CodedQI
 
 SEPARABLE = ("loss", "entropy")
 
 
 def label_loss(qi: CodedQI, level: int) -> np.ndarray:
-    """Generalization loss of each code at ``level`` (0 at level 0, 1 at the top)."""
-    leaves = len(qi.uniques)
+    """Generalization loss of each code at ``level`` (:func:`anon_dagster.risk.utility.label_loss`:
+    0 at level 0, 1 at the top)."""
     if level == 0:
         return np.zeros(qi.cardinality(0))
-    if level == qi.n_levels - 1 or leaves <= 1:
-        return np.ones(qi.cardinality(level))
     per_label = np.bincount(qi.level_maps[level], minlength=qi.cardinality(level))
-    return (per_label - 1) / (leaves - 1)
+    return risk_utility.label_loss(per_label, len(qi.uniques), top=level == qi.n_levels - 1)
 
 
 def label_log_counts(qi: CodedQI, level: int, value_counts: np.ndarray) -> np.ndarray:
@@ -67,53 +73,72 @@ def separable_bounds(qis: Sequence[CodedQI], metric: str, n_rows: int) -> list[n
     return out
 
 
-def query_error(orig_groups: Sequence[np.ndarray], pub_groups: Sequence[np.ndarray],
-                target: np.ndarray, kept: np.ndarray | None = None,
-                target_pub: np.ndarray | None = None) -> tuple[float, dict]:
-    """Largest error, in percentage points, of the prevalence of each target value per group.
+class QueryCodes:
+    """A utility query, "prevalence of target by group_by", on the search's coded rows.
 
-    ``orig_groups`` are the input's group-by codes per row, ``pub_groups`` the published ones
-    (a generalized column's label codes; every input group falls in one published group).
-    The estimate of prevalence for an input group is the prevalence within its published group
-    over the published (kept) rows, as an analyst without the input would compute it; an input
-    group whose published group lost every row is estimated at 0. Returns the error and a
-    small breakdown (number of input groups, index of the worst). ``target_pub`` is the published
-    target when it differs from the input's (PRAM); codes must share one coding with ``target``.
+    The error is :func:`anon_dagster.risk.utility.prevalence_errors`, the gate's definition
+    (module docstring of :mod:`anon_dagster.risk.utility`): the question asked of the original
+    and of the published table, groups matched by their labels. So every column is coded by
+    label over both tables at once: a generalized QI's codes of every level map into one
+    dictionary of its labels (level 0's labels are the values' own), so a published label equal
+    to an original value is the same group. ``group_fixed`` and ``target`` are the codes of
+    columns the search does not generalize, over the original's rows then the published
+    table's (``2 n`` codes: one coding for both, as ``risk.utility.joint_label_codes`` gives),
+    with their number of codes; ``target_qi`` names a target that is itself a generalized QI.
     """
-    n = len(target)
-    kept = np.ones(n, dtype=bool) if kept is None else kept
-    if target_pub is None:
-        t_codes, t_n = _dense(target)
-        tp_codes = t_codes
-    else:
-        both, t_n = _dense(np.concatenate([target, target_pub]))
-        t_codes, tp_codes = both[:n], both[n:]
-    og, og_n = _combine_dense(orig_groups, n)
-    pg, pg_n = _combine_dense(pub_groups, n)
-    orig_tab = np.bincount(og * t_n + t_codes, minlength=og_n * t_n).reshape(og_n, t_n)
-    orig_p = orig_tab / np.maximum(orig_tab.sum(axis=1, keepdims=True), 1)
-    pub_tab = np.bincount(pg[kept] * t_n + tp_codes[kept], minlength=pg_n * t_n).reshape(pg_n, t_n)
-    pub_p = pub_tab / np.maximum(pub_tab.sum(axis=1, keepdims=True), 1)
-    # each input group's published group (any row of it: the map is a function)
-    pub_of = np.empty(og_n, dtype=np.int64)
-    pub_of[og] = pg
-    diff = np.abs(orig_p - pub_p[pub_of]) * 100.0
-    per_group = diff.max(axis=1) if t_n else np.zeros(og_n)
-    worst = int(per_group.argmax()) if og_n else -1
-    return (float(per_group.max()) if og_n else 0.0), {"groups": int(og_n), "worst_group": worst}
 
+    def __init__(self, qis: Sequence[CodedQI], group_qi: Sequence[int],
+                 group_fixed: Sequence[tuple[np.ndarray, int]] = (),
+                 target: tuple[np.ndarray, int] | None = None, target_qi: int | None = None):
+        if (target is None) == (target_qi is None):
+            raise ValueError("a query has one target: codes or a QI")
+        self.qis = list(qis)
+        self.n = len(self.qis[0].codes) if self.qis else (len(target[0]) // 2 if target else 0)
+        self.group_qi = list(group_qi)
+        self.group_fixed = list(group_fixed)
+        self.target = target
+        self.target_qi = target_qi
+        self._maps: dict[int, tuple[list[np.ndarray], int]] = {}
 
-def _dense(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense codes of any values (missing values, mixed types: one code each, no sorting)."""
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object) if np.asarray(values).dtype == object
-                                  else values, use_na_sentinel=False)
-    return codes.astype(np.int64), len(uniques)
+    def qi_maps(self, j: int) -> tuple[list[np.ndarray], int]:
+        """Per level, QI ``j``'s codes in the dictionary of all its labels; its size."""
+        if j not in self._maps:
+            qi = self.qis[j]
+            codes, uniques = pd.factorize(np.concatenate(qi.labels))
+            bounds = np.cumsum([0] + [len(lab) for lab in qi.labels])
+            self._maps[j] = ([codes[a:b].astype(np.int64) for a, b in zip(bounds[:-1], bounds[1:], strict=True)],
+                             max(len(uniques), 1))
+        return self._maps[j]
 
+    def levels_used(self, levels: Sequence[int]) -> tuple[int, ...]:
+        """The levels the error depends on (of the group-by QIs, then of a QI target)."""
+        used = [int(levels[j]) for j in self.group_qi]
+        return tuple(used + ([int(levels[self.target_qi])] if self.target_qi is not None else []))
 
-def _combine_dense(cols: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, int]:
-    if not cols:
-        return np.zeros(n, dtype=np.int64), 1
-    dense = [_dense(c) for c in cols]
-    key, space = combine([d[0] for d in dense], [d[1] for d in dense])
-    _, inverse, sizes = group(key, space)
-    return inverse, len(sizes)
+    def _qi_column(self, j: int, level: int, kept: np.ndarray | None) -> tuple[np.ndarray, int]:
+        maps, size = self.qi_maps(j)
+        qi = self.qis[j]
+        published = maps[level][qi.row_codes(level)]
+        return np.concatenate([maps[0][qi.codes], published if kept is None else published[kept]]), size
+
+    def _fixed_column(self, codes: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
+        published = codes[self.n:]
+        return np.concatenate([codes[:self.n], published if kept is None else published[kept]])
+
+    def error(self, levels: Sequence[int], kept: np.ndarray | None = None) -> float:
+        """The query error, in percentage points, of the node ``levels`` keeping rows ``kept``."""
+        cols, cards = [], []
+        for j in self.group_qi:
+            col, size = self._qi_column(j, int(levels[j]), kept)
+            cols.append(col)
+            cards.append(size)
+        for codes, size in self.group_fixed:
+            cols.append(self._fixed_column(codes, kept))
+            cards.append(size)
+        if self.target_qi is not None:
+            value, n_values = self._qi_column(self.target_qi, int(levels[self.target_qi]), kept)
+        else:
+            value, n_values = self._fixed_column(self.target[0], kept), self.target[1]
+        rows = len(value)
+        groups, _ = combine_codes(cols, cards, rows)
+        return prevalence_errors(groups, value, self.n, n_values).max_error

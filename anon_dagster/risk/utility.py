@@ -1,22 +1,29 @@
 """Utility of a (generalized) table: generic measures and the error of a task's query.
 
-Definitions (``n`` published rows in classes of sizes ``n_c``; ``s`` suppressed rows):
+Each measure has one definition here; the anonymizer's search minimizes the same functions
+(:mod:`anon_dagster.anonymize.utility`). Definitions (``n`` published rows in classes of sizes
+``n_c``; ``s`` suppressed rows, so the input had ``n + s``):
 
 - ``qi_entropy_bits``: Shannon entropy of the joint QI distribution, ``-sum_c (n_c/n) log2(n_c/n)``
   (bits); the information the QIs still carry (0 when every row looks alike).
-- ``discernibility``: ``sum_c n_c**2 + s * (n + s)`` (Bayardo and Agrawal; a suppressed row is
-  indistinguishable from the whole input).
-- ``aecs``: average equivalence-class size ``n / classes``; divided by ``k`` it is LeFevre's
-  normalized AECS.
-- ``generalization_loss``: per cell, ``(leaves(g) - 1) / (leaves - 1)`` for a published label
-  ``g`` of a hierarchy, where ``leaves(g)`` counts the original distinct values that share the
-  label and ``leaves`` all of them (0 for an original value, 1 for ``*``); the mean over cells and
-  QIs, suppressed rows counting 1. ``precision`` is Sweeney's: 1 minus the mean of
+- ``discernibility`` (:func:`discernibility`): ``sum_c n_c**2 + s * (n + s)`` (Bayardo and
+  Agrawal; a suppressed row is indistinguishable from the whole input).
+- ``aecs`` (:func:`aecs`): average equivalence-class size, ``(n + s) / (classes + 1)`` when rows
+  are suppressed (they form one class of ``*``, as ARX counts them), ``n / classes`` otherwise;
+  divided by ``k`` it is LeFevre's normalized AECS.
+- ``generalization_loss`` (:func:`label_loss`): per cell, ``(leaves(g) - 1) / (leaves - 1)`` for
+  a published label ``g`` of a hierarchy, where ``leaves(g)`` counts the original distinct values
+  that share the label and ``leaves`` all of them (0 for an original value, 1 for ``*``); the mean
+  over cells and QIs, suppressed rows counting 1. ``precision`` is Sweeney's: 1 minus the mean of
   ``level / height`` over the same cells.
-- query error (:func:`utility_query_error`): for a question "prevalence of ``target`` per
-  ``group_by``", the largest absolute difference, in percentage points, between the share of each
-  target value in each group in the original and in the published table. Suppressed rows are lost
-  rows: the published shares are computed over the rows that remain.
+- query error (:func:`utility_query_error`): for a question "prevalence of ``target`` by
+  ``group_by``", the question is asked of both tables: in each, every group (the rows sharing
+  their ``group_by`` labels) has a prevalence per target value (the share of its rows holding it,
+  in %). For every group and target value present in either table, the error is the absolute
+  difference of the two prevalences, in percentage points; a group the other table does not
+  hold has prevalence 0 there (a group generalized away cannot be answered). The query error is
+  the largest. Suppressed rows are lost rows: the published shares are over the rows that
+  remain. It needs nothing but the two tables, so the release gate recomputes it from the data.
 """
 
 from __future__ import annotations
@@ -32,6 +39,21 @@ from ..hierarchies import MISSING_LABEL, Hierarchy, _as_label
 from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
 
 
+def discernibility(sizes: np.ndarray, suppressed: int = 0) -> float:
+    """``sum_c n_c**2 + s * (n + s)`` over the published class sizes, ``s`` rows suppressed."""
+    n = int(sizes.sum())
+    # over the distinct sizes: a raw table has about as many classes as rows, few sizes
+    size, count = np.unique(sizes, return_counts=True)
+    return float((count * size.astype(float) ** 2).sum() + suppressed * (n + suppressed))
+
+
+def aecs(sizes: np.ndarray, suppressed: int = 0) -> float:
+    """Average class size: ``(n + s) / (classes + 1)`` when ``s > 0`` rows are suppressed (one
+    class of ``*``), else ``n / classes``; 0 for no row."""
+    classes = len(sizes) + (1 if suppressed else 0)
+    return float((int(sizes.sum()) + suppressed) / classes) if classes else 0.0
+
+
 def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | None = None) -> dict[str, float]:
     """Joint QI entropy (bits), discernibility and AECS of the classes (see module docstring)."""
     n = classes.n_rows
@@ -41,12 +63,26 @@ def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | N
     p = size / n
     out = {
         "qi_entropy_bits": float(max(-(count * p * np.log2(p)).sum(), 0.0)),
-        "discernibility": float((count * size.astype(float) ** 2).sum() + suppressed * (n + suppressed)),
-        "aecs": float(n / classes.n_classes),
+        "discernibility": discernibility(classes.sizes, suppressed),
+        "aecs": aecs(classes.sizes, suppressed),
     }
     if k:
         out["aecs_normalized"] = out["aecs"] / k
     return out
+
+
+def label_loss(leaves: np.ndarray, n_leaves: int, top: bool) -> np.ndarray:
+    """Generalization loss of labels of one hierarchy level: ``(leaves(g) - 1) / (leaves - 1)``.
+
+    ``leaves[g]`` is the number of original distinct values label ``g`` stands for, ``n_leaves``
+    all of them; the top level (``*``) has loss 1, and a domain of one value loses nothing.
+    """
+    leaves = np.asarray(leaves, dtype=float)
+    if top:
+        return np.ones(len(leaves))
+    if n_leaves <= 1:
+        return np.zeros(len(leaves))
+    return (leaves - 1) / (n_leaves - 1)
 
 
 def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
@@ -74,30 +110,24 @@ def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
         table = h.table(domain)
         height = table.shape[1] - 1
         n_leaves = len(domain)
-        label_loss: dict[str, float] = {}
+        loss_of_label: dict[str, float] = {}
         label_level: dict[str, float] = {}
         for j in range(table.shape[1]):
             labels, uniq = pd.factorize(table[:, j])
-            leaves = np.bincount(labels)
+            losses = label_loss(np.bincount(labels), n_leaves, top=j == height)
             for idx, label in enumerate(uniq):
                 if label in label_level:
                     continue
-                if j == height:
-                    loss = 1.0
-                elif n_leaves > 1:
-                    loss = (leaves[idx] - 1) / (n_leaves - 1)
-                else:
-                    loss = 0.0
-                label_loss[label] = loss
+                loss_of_label[label] = float(losses[idx])
                 label_level[label] = j / height if height else 1.0
         codes, uniq = _factorize(published[col], cache)
         names = [_as_label(v) for v in uniq] + [MISSING_LABEL]
-        unknown = [s for s in names[:-1] if s not in label_loss]
+        unknown = [s for s in names[:-1] if s not in loss_of_label]
         if unknown:
             raise HierarchyError(
                 f"column {col!r}: published value {unknown[0]!r} is no label of its hierarchy"
             )
-        loss_of = np.array([label_loss.get(s, 1.0) for s in names])
+        loss_of = np.array([loss_of_label.get(s, 1.0) for s in names])
         level_of = np.array([label_level.get(s, 1.0) for s in names])
         loss_c = float(loss_of[codes].sum() + suppressed)
         level_c = float(level_of[codes].sum() + suppressed)
@@ -112,6 +142,64 @@ def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
         "precision": 1.0 - total_level / cells if cells else 1.0,
         "generalization_by_column": per_column,
     }
+
+
+class Prevalences(NamedTuple):
+    """Both tables' prevalences per (group, target value) present in either (see
+    :func:`prevalence_errors`); ``group``/``value`` are the cells' codes, the per-group arrays are
+    indexed by group code."""
+
+    group: np.ndarray
+    value: np.ndarray
+    count_original: np.ndarray
+    count_published: np.ndarray
+    rows_original: np.ndarray
+    rows_published: np.ndarray
+    prevalence_original: np.ndarray
+    prevalence_published: np.ndarray
+    error: np.ndarray
+    n_groups: int
+
+    @property
+    def max_error(self) -> float:
+        """The query error: the largest difference, in percentage points (0 for no cell)."""
+        return float(self.error.max()) if len(self.error) else 0.0
+
+
+def prevalence_errors(group: np.ndarray, value: np.ndarray, n_original: int,
+                      n_values: int) -> Prevalences:
+    """The query error's figures from coded rows: the original's rows, then the published ones.
+
+    ``group[i]`` and ``value[i]`` are row ``i``'s group and target value, coded alike in both
+    tables (a label has one code whichever table holds it): rows ``0..n_original-1`` are the
+    original's, the rest the published table's. For every (group, value) present in either
+    table, each table's prevalence is ``100 * count / rows of the group`` (0 when the table holds
+    no row of the group) and the error their absolute difference (module docstring).
+    """
+    group = np.asarray(group).astype(np.int64, copy=False)  # int32 ids: widen before the product
+    value = np.asarray(value).astype(np.int64, copy=False)
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    cell = group * n_values + value
+    space = n_groups * n_values
+    if space <= 2 * len(cell) + 65536:
+        # a small (group, value) space: count directly, the cells present in ascending order
+        flat_o = np.bincount(cell[:n_original], minlength=space)
+        flat_a = np.bincount(cell[n_original:], minlength=space)
+        cells = np.flatnonzero(flat_o + flat_a)
+        count_o, count_a = flat_o[cells], flat_a[cells]
+    else:
+        cells, inverse = np.unique(cell, return_inverse=True)
+        inverse = inverse.ravel()
+        count_o = np.bincount(inverse[:n_original], minlength=len(cells))
+        count_a = np.bincount(inverse[n_original:], minlength=len(cells))
+    rows_o = np.bincount(group[:n_original], minlength=n_groups)
+    rows_a = np.bincount(group[n_original:], minlength=n_groups)
+    g, v = cells // n_values, cells % n_values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prev_o = np.where(rows_o[g] > 0, 100.0 * count_o / rows_o[g], 0.0)
+        prev_a = np.where(rows_a[g] > 0, 100.0 * count_a / rows_a[g], 0.0)
+    return Prevalences(g, v, count_o, count_a, rows_o, rows_a, prev_o, prev_a,
+                       np.abs(prev_o - prev_a), n_groups)
 
 
 class QueryError(NamedTuple):
@@ -148,53 +236,30 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
     # Label both tables alike, then code each column over the two tables at once.
     codes, cards, labels = [], [], []
     for c in cols:
-        col_codes, uniques = _joint_label_codes(original[c], anonymized[c], cache)
+        col_codes, uniques = joint_label_codes(original[c], anonymized[c], cache)
         codes.append(col_codes)
         cards.append(max(len(uniques), 1))
         labels.append(uniques)
     group, _ = combine_codes(codes[:-1], cards[:-1], len(codes[0]))
-    group = group.astype(np.int64, copy=False)  # int32 ids: widen before the cell product
-    value = codes[-1].astype(np.int64)
-    n_values = cards[-1]
-    n_groups = int(group.max()) + 1 if len(group) else 0
-    cell = group * n_values + value
-    space = n_groups * n_values
-    if space <= 2 * len(cell) + 65536:
-        # a small (group, value) space: count directly, the cells present in ascending order
-        flat_o = np.bincount(cell[:n_o], minlength=space)
-        flat_a = np.bincount(cell[n_o:], minlength=space)
-        cells = np.flatnonzero(flat_o + flat_a)
-        count_o, count_a = flat_o[cells], flat_a[cells]
-    else:
-        cells, inverse = np.unique(cell, return_inverse=True)
-        inverse = inverse.ravel()
-        count_o = np.bincount(inverse[:n_o], minlength=len(cells))
-        count_a = np.bincount(inverse[n_o:], minlength=len(cells))
-    rows_o = np.bincount(group[:n_o], minlength=n_groups)
-    rows_a = np.bincount(group[n_o:], minlength=n_groups)
-    g, v = cells // n_values, cells % n_values
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prev_o = np.where(rows_o[g] > 0, 100.0 * count_o / rows_o[g], 0.0)
-        prev_a = np.where(rows_a[g] > 0, 100.0 * count_a / rows_a[g], 0.0)
-    error = np.abs(prev_o - prev_a)
-    order = np.argsort(-error, kind="stable")
-    first = np.full(n_groups, len(group), dtype=np.int64)
+    prev = prevalence_errors(group, codes[-1], n_o, cards[-1])
+    g, v = prev.group, prev.value
+    order = np.argsort(-prev.error, kind="stable")
+    first = np.full(prev.n_groups, len(group), dtype=np.int64)
     np.minimum.at(first, group, np.arange(len(group), dtype=np.int64))
     table = {c: labels[i][codes[i][first[g[order]]]] for i, c in enumerate(group_by)}
     table[target] = labels[-1][v[order]]
+    rows_a = prev.rows_published[g[order]]
     table.update({
-        "count_original": count_o[order], "rows_original": rows_o[g[order]],
-        "prevalence_original": prev_o[order],
-        "count_anonymized": count_a[order], "rows_anonymized": rows_a[g[order]],
-        "prevalence_anonymized": prev_a[order],
-        "error_points": error[order], "missing_in_anonymized": rows_a[g[order]] == 0,
+        "count_original": prev.count_original[order], "rows_original": prev.rows_original[g[order]],
+        "prevalence_original": prev.prevalence_original[order],
+        "count_anonymized": prev.count_published[order], "rows_anonymized": rows_a,
+        "prevalence_anonymized": prev.prevalence_published[order],
+        "error_points": prev.error[order], "missing_in_anonymized": rows_a == 0,
     })
-    result = pd.DataFrame(table)
-    worst = float(error.max()) if len(error) else 0.0
-    return QueryError(worst, result)
+    return QueryError(prev.max_error, pd.DataFrame(table))
 
 
-def _joint_label_codes(first: pd.Series, second: pd.Series,
+def joint_label_codes(first: pd.Series, second: pd.Series,
                        cache: FactorizeCache | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Codes of ``first`` then ``second`` (concatenated) by label, and the labels (object array).
 

@@ -337,14 +337,16 @@ def test_cli_without_a_key_store_exits_2_and_writes_nothing(tmp_path, monkeypatc
 
 
 def test_query_error_with_missing_target_values_counts_missing_as_a_value():
-    from anon_dagster.anonymize.utility import query_error
+    from anon_dagster.risk import utility_query_error
 
-    group = np.array([0, 0, 1, 1])
-    target = np.array(["a", None, "a", float("nan")], dtype=object)
+    original = pd.DataFrame({"g": ["x", "x", "y", "y"],
+                             "t": pd.Series(["a", None, "a", float("nan")], dtype=object)})
     # nothing generalized, nothing suppressed: exact
-    assert query_error([group], [group], target)[0] == 0.0
-    # the two groups merged: each group's estimate is the merged prevalence (a 50 %, missing 50 %)
-    assert query_error([group], [np.zeros(4, dtype=np.int64)], target)[0] == 0.0
-    # suppress the missing row of group 0: its estimate becomes a 100 %, missing 0 %: 50 points
-    kept = np.array([True, False, True, True])
-    assert query_error([group], [group], target, kept)[0] == pytest.approx(50.0)
+    assert utility_query_error(original, original, ["g"], "t").max_error_points == 0.0
+    # the group column generalized to *: no input group can be answered (each at 0 %), and the
+    # published group * is no input group: x holds a 50 % and missing 50 %, * likewise: 50 points
+    merged = original.assign(g="*")
+    assert utility_query_error(original, merged, ["g"], "t").max_error_points == pytest.approx(50.0)
+    # suppress the missing row of group x: x becomes a 100 %, missing 0 %: 50 points
+    assert utility_query_error(original, original.iloc[[0, 2, 3]], ["g"], "t").max_error_points == \
+        pytest.approx(50.0)

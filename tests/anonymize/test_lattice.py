@@ -105,15 +105,17 @@ def brute_metric(df, hier, qis, policy, metric, query=None):
     for levels in itertools.product(*[range(d) for d in dims]):
         ok, _, loss, ent = brute_node(df, hier, qis, levels, policy)
         if metric == "query":
+            # the question asked of both tables, groups matched by their published label
             group, target = query
             kept = ~_LAST["failing"]
-            orig = pd.crosstab(df[group], df[target], normalize="index")
-            pub_label = pd.Series(_LAST["labels"][group])
+            level = levels[qis.index(group)]
+            pub_label = hier[group].generalize(df[group], level).astype(str)
+            orig = pd.crosstab(df[group].astype(str), df[target], normalize="index")
             pub = pd.crosstab(pub_label[kept], df[target][kept], normalize="index")
-            label_of = pd.Series(pub_label.to_numpy(), index=df[group].to_numpy()).groupby(level=0).first()
-            est = pub.reindex(label_of.loc[orig.index].to_numpy()).fillna(0.0)
-            est = est.reindex(columns=orig.columns, fill_value=0.0)
-            value = float((orig.to_numpy() - est.to_numpy()).__abs__().max() * 100)
+            rows, cols = orig.index.union(pub.index), orig.columns.union(pub.columns)
+            diff = (orig.reindex(index=rows, columns=cols, fill_value=0.0)
+                    - pub.reindex(index=rows, columns=cols, fill_value=0.0))
+            value = float(diff.abs().to_numpy().max() * 100)
         else:
             value = {"loss": loss, "entropy": ent}.get(metric, _LAST.get(metric))
         out[levels] = (ok, value)

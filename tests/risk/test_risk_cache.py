@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from anon_dagster import measure_risk
 from anon_dagster.hierarchies import IntervalHierarchy
 from anon_dagster.risk.classes import FactorizeCache
-from anon_dagster.risk.utility import _joint_label_codes, _labels
+from anon_dagster.risk.utility import _labels, joint_label_codes
 
 
 def _frame() -> pd.DataFrame:
@@ -59,7 +59,7 @@ def test_columns_outside_keep_are_not_held():
     assert cache.hits == 0 and len(cache._entries) == 0
 
 
-def test_joint_label_codes_match_labelling_every_row():
+def testjoint_label_codes_match_labelling_every_row():
     cases = [
         (pd.Series([3, 1, None, 3, 2.0]), pd.Series(["1", "x", None, "3"])),
         (pd.Series(["a", None, "b"], dtype="category"), pd.Series([None, None])),
@@ -69,7 +69,7 @@ def test_joint_label_codes_match_labelling_every_row():
     ]
     for first, second in cases:
         reference_codes, reference = pd.factorize(np.concatenate([_labels(first), _labels(second)]))
-        codes, labels = _joint_label_codes(first, second)
+        codes, labels = joint_label_codes(first, second)
         assert list(codes) == list(reference_codes)
         assert list(labels) == list(reference)
 

@@ -262,8 +262,9 @@ def test_generic_utility_hand_computed():
     m = measure_risk(df, ["a"], suppressed=1, k=2)
     assert m.extras["qi_entropy_bits"] == pytest.approx(1.5)  # p = .5, .25, .25
     assert m.extras["discernibility"] == pytest.approx(4 + 1 + 1 + 1 * 5)
-    assert m.extras["aecs"] == pytest.approx(4 / 3)
-    assert m.extras["aecs_normalized"] == pytest.approx(2 / 3)
+    # the suppressed row is one more class of *: 5 input rows in 4 classes
+    assert m.extras["aecs"] == pytest.approx(5 / 4)
+    assert m.extras["aecs_normalized"] == pytest.approx(5 / 8)
 
 
 def test_generalization_loss_and_precision(tmp_path):
