@@ -65,7 +65,7 @@ def linkage_pseudonyms(values: pd.Series | Sequence[object], key: bytes, *,
             "every published row needs a person to be composed with earlier releases"
         )
     out, _ = hmac_column(bytes(key), text)
-    return np.asarray(out.to_pylist(), dtype=object)
+    return out.to_numpy(zero_copy_only=False).astype(object, copy=False)
 
 
 def dataset_hash(df: pd.DataFrame) -> str:
