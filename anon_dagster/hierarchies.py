@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import HierarchyError
+from .dates import parse_dates
+from .errors import DataError, HierarchyError
 
 TOP = "*"
 MISSING_LABEL = "<missing>"
@@ -41,9 +42,17 @@ def _as_label(value: object) -> str:
         return MISSING_LABEL
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    if isinstance(value, pd.Timestamp):
-        return value.strftime("%Y-%m-%d")
+    if isinstance(value, pd.Timestamp):  # a date, or a date and time: one label per value
+        return value.strftime("%Y-%m-%d") if value == value.normalize() else value.isoformat()
     return str(value)
+
+
+def _as_objects(values: Sequence[object] | np.ndarray) -> np.ndarray:
+    """``values`` as an object array; datetimes as Timestamps (numpy turns datetime64[ns] into
+    integers of nanoseconds when asked for objects)."""
+    if pd.api.types.is_datetime64_any_dtype(getattr(values, "dtype", None)):
+        return np.asarray(pd.DatetimeIndex(values).astype(object), dtype=object)
+    return np.asarray(values, dtype=object)
 
 
 class Hierarchy(ABC):
@@ -69,7 +78,7 @@ class Hierarchy(ABC):
 
         Missing values are labelled ``MISSING_LABEL`` up to the level below the top.
         """
-        values = np.asarray(values, dtype=object)
+        values = _as_objects(values)
         out = np.empty((len(values), self.n_levels), dtype=object)
         missing = np.fromiter((_is_missing(v) for v in values), dtype=bool, count=len(values))
         out[:, 0] = [_as_label(v) for v in values]
@@ -170,6 +179,12 @@ class IntervalHierarchy(Hierarchy):
             raise HierarchyError(
                 f"column {self.column!r}: interval hierarchy needs numbers, got {values[bad][0]!r}"
             )
+        infinite = np.isinf(numeric)
+        if infinite.any():
+            raise HierarchyError(
+                f"column {self.column!r}: interval hierarchy needs finite numbers, got {float(numeric[infinite][0])!r} "
+                f"({int(infinite.sum())} such values): no bin holds an infinity"
+            )
         integral = bool(np.all(numeric == np.floor(numeric))) and all(
             float(w).is_integer() for w in self.widths
         ) and float(self.origin).is_integer()
@@ -256,11 +271,15 @@ class DateHierarchy(Hierarchy):
     """Calendar truncation: ``levels = [month, quarter, year]`` gives 2024-03, 2024-Q1, 2024, *.
 
     Units, finest first: day, month, quarter, half, year, decade. Weeks are not offered because
-    they do not nest in months or years.
+    they do not nest in months or years. Text dates are read with one format for the column
+    (``format``, else the one that reads every value: :func:`~anon_dagster.dates.parse_dates`,
+    the rule the partitions use); ``format_key`` is the spec key errors ask to declare.
     """
 
     column: str
     levels: list[str]
+    format: str | None = None
+    format_key: str = "the column's date format"
 
     def __post_init__(self) -> None:
         problems = validate_date_levels(self.levels)
@@ -272,7 +291,11 @@ class DateHierarchy(Hierarchy):
         return len(self.levels) + 2
 
     def _labels(self, values: np.ndarray) -> np.ndarray:
-        dates = pd.to_datetime(pd.Series(values, dtype=object), errors="coerce")
+        try:
+            dates = parse_dates(pd.Series(values, dtype=object), self.column, self.format,
+                                format_key=self.format_key, rows=False)
+        except DataError as exc:
+            raise HierarchyError(f"date hierarchy: {exc}") from None
         bad = dates.isna().to_numpy()
         if bad.any():
             raise HierarchyError(

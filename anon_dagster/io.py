@@ -6,7 +6,7 @@ import dataclasses
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
@@ -27,32 +27,94 @@ def table_format(path: str | Path) -> str:
     raise DataError(f"{path}: unknown table format {suffix!r} (use .csv or .parquet)")
 
 
-def read_table(path: str | Path, separator: str | None = None, fmt: str | None = None) -> pd.DataFrame:
+def read_table(path: str | Path, separator: str | None = None, fmt: str | None = None, *,
+               text_columns: Iterable[str] = (), raw_columns: Iterable[str] = ()) -> pd.DataFrame:
     """Read a csv or parquet file; a bad or missing file raises DataError naming it.
 
     CSV separators are sniffed (``,`` ``;`` tab) unless given. Columns are read as they are
-    typed in the file; empty cells become missing values.
+    typed in the file; empty cells become missing values. A csv column becomes numbers only
+    when that loses nothing (:func:`numbers_if_lossless`).
+
+    ``text_columns`` (identifiers) are read as the exact text of their values, never as
+    numbers: in a csv the text of the cell (only an empty cell is missing: ``NA`` or ``null``
+    is someone's identifier); in a parquet file strings as stored, integers as their decimal
+    digits (``12345678901234567890``, never ``1.2345678901234567e19``). A parquet identifier
+    stored as floating-point numbers is refused: a float does not hold an identifier exactly
+    (digits past the 16th are lost, ``1.0`` and ``1`` would be one person).
+
+    ``raw_columns`` (csv only: date columns) keep the text of their cells, so that one date
+    format is chosen for the whole column (:mod:`anon_dagster.dates`), not numbers.
     """
     path = Path(path)
     fmt = fmt or table_format(path)
+    text = set(text_columns)
+    raw = set(raw_columns) | text
     if not path.exists():
         raise DataError(f"{path}: no such file")
     try:
         if fmt == "parquet":
-            return pd.read_parquet(path)
+            return _read_parquet(path, text)
         if separator is None:
             with open(path, encoding="utf-8-sig") as handle:
                 head = handle.readline()
             separator = max((",", ";", "\t"), key=head.count)
-        df = pd.read_csv(path, sep=separator, encoding="utf-8-sig", dtype=str, keep_default_na=True)
+        # every cell as its text; only empty cells are missing here, the usual missing-value
+        # spellings (NA, null, ...) are applied below to the columns that are not identifiers
+        df = pd.read_csv(path, sep=separator, encoding="utf-8-sig", dtype=str, keep_default_na=False,
+                         na_values=[""])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as {fmt}: {str(exc).splitlines()[0]}") from None
     for column in df.columns:
-        df[column] = numbers_if_lossless(df[column])
+        if column in text:
+            continue
+        values = df[column].mask(df[column].isin(MISSING_SPELLINGS))
+        df[column] = values if column in raw else numbers_if_lossless(values)
+    return df
+
+
+# What pandas reads as a missing value by default (besides the empty cell); identifiers are
+# exempt: "NA" or "Null" may be someone's code or name.
+MISSING_SPELLINGS = frozenset({
+    "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+    "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+})
+
+
+def _read_parquet(path: Path, text: set[str]) -> pd.DataFrame:
+    """A parquet file as a DataFrame; ``text`` columns as the exact text of their values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, use_pandas_metadata=True)
+    converted = {}
+    for name in text & set(table.column_names):
+        column = table.column(name)
+        kind = column.type
+        if pa.types.is_dictionary(kind):
+            column, kind = column.cast(kind.value_type), kind.value_type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+            continue
+        if pa.types.is_floating(kind):
+            raise DataError(
+                f"{path}: identifier column {name!r} is stored as floating-point numbers ({kind}): a float "
+                "does not hold an identifier exactly (digits past the 16th are lost, 1.0 and 1 would be "
+                "one person); store it as text or integers"
+            )
+        if not (pa.types.is_integer(kind) or pa.types.is_decimal(kind)):
+            raise DataError(f"{path}: identifier column {name!r} is stored as {kind}: store identifiers "
+                            "as text or integers")
+        converted[name] = pc.cast(column, pa.string())
+    df = table.to_pandas()
+    for name, column in converted.items():  # replaced after: the pandas metadata types the originals
+        df[name] = column.to_pandas().to_numpy()
     return df
 
 
 _LEADING_ZERO = r"^\s*[+-]?0\d"
+_INT64 = (-(2**63), 2**63 - 1)
+# float64 holds every decimal number of at most 15 significant digits exactly (as its shortest repr)
+_EXACT_DIGITS = 15
 
 
 def numbers_if_lossless(column: pd.Series) -> pd.Series:
@@ -61,7 +123,10 @@ def numbers_if_lossless(column: pd.Series) -> pd.Series:
     Codes such as postal code ``08012`` or province ``08`` keep their leading zeros (reading
     them as numbers would silently publish ``8012``); a column converts only when every
     non-missing cell parses as a number and none starts with a zero followed by a digit.
-    Integral columns become int64 (or nullable Int64 when they have missing cells).
+    Integral columns become int64 (or nullable Int64 when they have missing cells), and stay
+    text when a value does not fit in int64 (``12345678901234567890``); other numbers become
+    floats, and stay text when a value has more digits than a float holds
+    (``0.12345678901234567``).
     """
     present = column.dropna()
     if present.empty or present.str.contains(_LEADING_ZERO, regex=True).any():
@@ -69,9 +134,33 @@ def numbers_if_lossless(column: pd.Series) -> pd.Series:
     numbers = pd.to_numeric(column, errors="coerce")
     if numbers[column.notna()].isna().any():
         return column
-    if (numbers.dropna() % 1 == 0).all() and not present.str.contains(r"[.eE]", regex=True).any():
-        return numbers.astype("Int64") if numbers.isna().any() else numbers.astype("int64")
-    return numbers
+    long = present[present.str.count(r"\d") > _EXACT_DIGITS].unique()
+    integral = not present.str.contains(r"[.eE]", regex=True).any() and bool((numbers.dropna() % 1 == 0).all())
+    if integral:
+        if len(long) == 0:
+            exact = numbers.astype("Int64")
+        elif all(_INT64[0] <= int(text) <= _INT64[1] for text in long):
+            # digits a float would round: each value read as the integer written
+            exact = pd.Series([pd.NA if pd.isna(t) else int(t) for t in column], index=column.index,
+                              name=column.name, dtype="Int64")
+        else:
+            return column
+        return exact if exact.isna().any() else exact.astype("int64")
+    if any(not _float_holds(text) for text in long):
+        return column
+    return numbers.astype("float64")
+
+
+def _float_holds(text: str) -> bool:
+    """Whether the float read from ``text`` is the decimal number written (as its shortest repr)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        written = Decimal(text.strip())
+        value = float(text)
+    except (InvalidOperation, ValueError):
+        return False
+    return math.isfinite(value) and Decimal(repr(value)) == written
 
 
 def write_table_atomic(df: pd.DataFrame, path: str | Path, mode: int = 0o600) -> Path:

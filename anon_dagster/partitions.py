@@ -12,13 +12,15 @@ partition holds the same rows whichever way it is produced.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 
+from .dates import parse_dates
 from .errors import DataError, UserError
 from .io import read_table
-from .spec import ReleaseSpec
+from .spec import DateSpec, ReleaseSpec, build_hierarchy
 
 UNPARTITIONED = "all"
 
@@ -34,16 +36,21 @@ _OFFSETS = {
 
 
 def partition_window(spec: ReleaseSpec, key: str) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """The ``[start, end)`` window of partition ``key``; a key that starts no window is refused."""
+    """The ``[start, end)`` window of partition ``key``.
+
+    A key is refused (UserError, one line) unless it is written exactly in the cadence's key
+    format, starts a window of the cadence, and lies within ``partitions.start`` and
+    ``partitions.end``: the same keys Dagster lists for the spec. Every path a partition fills
+    in is formatted only after this check.
+    """
     if spec.partitions is None:
         raise UserError(f"{spec.label}: a partition was given but the spec declares no partitions")
     cadence = spec.partitions.cadence
     fmt = KEY_FORMATS[cadence]
     example = pd.Timestamp(spec.partitions.start).strftime(fmt)
-    try:
-        start = pd.Timestamp(pd.to_datetime(key, format=fmt))
-    except (ValueError, TypeError):
-        raise UserError(f"{spec.label}: partition {key!r} is not a {cadence} partition key (like {example!r})") from None
+    start = _key_start(key, fmt)
+    if start is None:
+        raise UserError(f"{spec.label}: partition {_shown(key)} is not a {cadence} partition key (like {example!r})")
     aligned = {
         "weekly": start.day_of_week == 0,
         "quarterly": start.month in (1, 4, 7, 10) and start.day == 1,
@@ -51,36 +58,127 @@ def partition_window(spec: ReleaseSpec, key: str) -> tuple[pd.Timestamp, pd.Time
     if not aligned:
         raise UserError(f"{spec.label}: partition {key!r} does not start a {cadence} window "
                         f"({'a Monday' if cadence == 'weekly' else 'the first day of a quarter'})")
-    return start, start + _OFFSETS[cadence]
+    end = start + _OFFSETS[cadence]
+    # the bounds as Dagster reads them: the first window is the first that starts on or after
+    # partitions.start (written in the key format); the last is the last to end by
+    # partitions.end, the first window always existing
+    first = _first_window(spec)
+    if start < first:
+        raise UserError(f"{spec.label}: partition {key!r} is before the first partition "
+                        f"{first.strftime(fmt)!r} (partitions.start is {spec.partitions.start})")
+    if spec.partitions.end and start > first:
+        last = _key_start(pd.Timestamp(spec.partitions.end).strftime(fmt), fmt)
+        if last is not None and end > last:
+            raise UserError(f"{spec.label}: partition {key!r} does not end by partitions.end "
+                            f"({spec.partitions.end}, exclusive)")
+    return start, end
+
+
+def _first_window(spec: ReleaseSpec) -> pd.Timestamp:
+    """The start of the spec's first partition."""
+    cadence = spec.partitions.cadence
+    fmt = KEY_FORMATS[cadence]
+    first = pd.Timestamp(pd.to_datetime(pd.Timestamp(spec.partitions.start).strftime(fmt), format=fmt))
+    if cadence == "weekly":
+        first += pd.Timedelta(days=(7 - first.day_of_week) % 7)
+    elif cadence == "quarterly" and not (first.month in (1, 4, 7, 10) and first.day == 1):
+        first = pd.Timestamp(year=first.year, month=first.month - (first.month - 1) % 3, day=1) + pd.DateOffset(months=3)
+    return first
+
+
+def _key_start(key: object, fmt: str) -> pd.Timestamp | None:
+    """The start of the window ``key`` names, if ``key`` is written exactly in ``fmt``."""
+    if not isinstance(key, str) or not _KEY_TEXT.fullmatch(key):
+        return None
+    try:
+        start = pd.Timestamp(pd.to_datetime(key, format=fmt))
+    except (ValueError, TypeError):
+        return None
+    return start if start.strftime(fmt) == key else None
+
+
+_KEY_TEXT = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
+
+
+def _shown(key: object) -> str:
+    """A refused key, quoted and cut short (it may be anything a user typed)."""
+    text = repr(key)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_partition(spec: ReleaseSpec, partition: str | None) -> str | None:
+    """``partition`` once validated against the spec's partitions (None stays None)."""
+    if partition is not None:
+        partition_window(spec, partition)
+    return partition
+
+
+def text_columns(spec: ReleaseSpec) -> list[str]:
+    """The columns read as the exact text of their values: identifiers and ``composition.person``."""
+    names = list(spec.identifiers)
+    if spec.composition is not None and spec.composition.person not in names:
+        names.append(spec.composition.person)
+    return names
+
+
+def date_columns(spec: ReleaseSpec) -> list[str]:
+    """The columns read with one date format (:func:`~anon_dagster.dates.parse_dates`): the
+    partition column and the columns with a date hierarchy."""
+    names = [n for n, c in spec.columns.items() if isinstance(c.hierarchy, DateSpec)]
+    if spec.partitions is not None and spec.partitions.column not in names:
+        names.append(spec.partitions.column)
+    return names
+
+
+def read_spec_table(spec: ReleaseSpec, path: str | Path, separator: str | None = None,
+                    fmt: str | None = None) -> pd.DataFrame:
+    """A table read for ``spec``: identifiers as exact text, date columns as written."""
+    return read_table(path, separator=separator, fmt=fmt, text_columns=text_columns(spec),
+                      raw_columns=date_columns(spec))
+
+
+def partition_format(spec: ReleaseSpec) -> str | None:
+    """The declared date format of the partition column: ``partitions.format``, else the format
+    of the column's date hierarchy (the spec refuses the two when they differ)."""
+    if spec.partitions is None:
+        return None
+    declared = spec.columns.get(spec.partitions.column)
+    hierarchy = declared.hierarchy if declared is not None else None
+    return spec.partitions.format or (hierarchy.format if isinstance(hierarchy, DateSpec) else None)
+
+
+def check_date_columns(spec: ReleaseSpec, df: pd.DataFrame, source: str) -> None:
+    """Every date-hierarchy column of the whole file read with one format, so that a value that
+    is not a date stops the ingest naming the file's row (not a row of the partition)."""
+    for name, column in spec.columns.items():
+        if isinstance(column.hierarchy, DateSpec) and name in df.columns:
+            if spec.partitions is not None and name == spec.partitions.column:
+                continue  # read by rows_in_window
+            hierarchy = build_hierarchy(spec, name)
+            parse_dates(df[name], name, hierarchy.format, source=source, format_key=hierarchy.format_key)
 
 
 def rows_in_window(df: pd.DataFrame, column: str, start: pd.Timestamp, end: pd.Timestamp,
-                   source: str = "") -> pd.DataFrame:
+                   source: str = "", *, date_format: str | None = None, show_value: bool = True) -> pd.DataFrame:
     """Rows of ``df`` whose ``column`` date lies in ``[start, end)``.
 
-    Raises DataError naming the file, column and a value that is not a date: a row that cannot
-    be placed in a period would otherwise vanish from every release without anyone noticing.
+    The column is read with one format (``date_format``, else the one that reads every value:
+    :func:`~anon_dagster.dates.parse_dates`). Raises DataError naming the file, column and row
+    of a value that is not a date: a row that cannot be placed in a period would otherwise
+    vanish from every release without anyone noticing.
     """
     if column not in df.columns:
         raise DataError(f"{source}: partition column {column!r} is missing from the data")
-    raw = df[column]
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        dates = raw
-    else:  # text dates: each value parsed on its own, so "2024-01-05" and "2024-01-05 10:00" mix
-        dates = pd.to_datetime(raw, errors="coerce", format="mixed")
-    bad = dates.isna() & raw.notna()
-    if bad.any():
-        example = raw[bad].iloc[0]
-        raise DataError(f"{source}: column {column!r}: value {example!r} is not a date "
-                        f"({int(bad.sum())} such rows): rows cannot be assigned to a partition")
-    if getattr(dates.dt, "tz", None) is not None:
-        dates = dates.dt.tz_convert("UTC").dt.tz_localize(None)
+    dates = parse_dates(df[column], column, date_format, source=source, format_key="partitions.format",
+                        show_value=show_value)
     mask = (dates >= pd.Timestamp(start)) & (dates < pd.Timestamp(end))
     return df.loc[mask.to_numpy()]
 
 
 def source_path(spec: ReleaseSpec, partition: str | None) -> Path:
-    """The spec's source file for ``partition`` (its path may hold ``{partition}``)."""
+    """The spec's source file for ``partition`` (its path may hold ``{partition}``); the
+    partition is validated first."""
+    check_partition(spec, partition)
     if "{partition}" in spec.source.path and spec.partitions is not None and not partition:
         raise UserError(f"{spec.label}: the source path holds {{partition}}: give a partition")
     return spec.resolve(spec.source.path, partition=partition or UNPARTITIONED)
@@ -90,22 +188,26 @@ def read_release_data(spec: ReleaseSpec, partition: str | None = None,
                       input_path: str | Path | None = None) -> tuple[pd.DataFrame, str]:
     """The rows of ``partition`` (all rows when None), from ``input_path`` or the spec's source.
 
-    Returns the table (index reset to 0..n-1) and the file it came from. A per-partition file
-    (``{partition}`` in the source path) holding rows outside its window is refused rather
-    than silently trimmed.
+    Returns the table (index reset to 0..n-1) and the file it came from. The partition key is
+    validated before any path is formed. Identifiers are read as text and dates with one
+    format per column (:func:`read_spec_table`). A per-partition file (``{partition}`` in the
+    source path) holding rows outside its window is refused rather than silently trimmed.
     """
+    check_partition(spec, partition)
     if input_path is not None:
         path = Path(input_path)
-        df = read_table(path)
+        df = read_spec_table(spec, path)
     else:
         path = source_path(spec, partition)
-        df = read_table(path, separator=spec.source.separator, fmt=spec.source.format)
+        df = read_spec_table(spec, path, separator=spec.source.separator, fmt=spec.source.format)
+    check_date_columns(spec, df, str(path))
     if partition is None or spec.partitions is None:
-        if partition is not None:
-            raise UserError(f"{spec.label}: partition {partition!r} given but the spec declares no partitions")
         return df.reset_index(drop=True), str(path)
     start, end = partition_window(spec, partition)
-    rows = rows_in_window(df, spec.partitions.column, start, end, source=str(path))
+    column = spec.partitions.column
+    declared = spec.columns.get(column)
+    rows = rows_in_window(df, column, start, end, source=str(path), date_format=partition_format(spec),
+                          show_value=declared is None or declared.role != "identifier")
     if input_path is None and "{partition}" in spec.source.path and len(rows) < len(df):
         raise DataError(
             f"{path}: {len(df) - len(rows)} rows fall outside partition {partition!r} "

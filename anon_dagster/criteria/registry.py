@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 # Tolerance of floating-point comparisons: a figure exactly at its threshold, up to rounding,
 # passes (the anonymizer's search uses the same tolerance, so what it reaches the gate accepts).
@@ -35,8 +35,8 @@ class RecursiveCL(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    c: float = Field(gt=0)
-    l: int = Field(ge=1)  # noqa: E741 - the criterion's own name
+    c: Annotated[float, Strict()] = Field(gt=0)
+    l: Annotated[int, Strict()] = Field(ge=1)  # noqa: E741 - the criterion's own name
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,14 @@ class ThresholdType:
     invalid: Any
 
 
-POSITIVE_INT = ThresholdType("positive integer", Annotated[int, Field(ge=1)], "an integer >= 1", 5, 0)
-PROBABILITY = ThresholdType("probability", Annotated[float, Field(gt=0, le=1)],
+# Strict: a boolean is not a threshold (``k: true`` is not k = 1), nor is text ("5"); an
+# integer is a number (``l_entropy: 2``)
+POSITIVE_INT = ThresholdType("positive integer", Annotated[int, Strict(), Field(ge=1)], "an integer >= 1", 5, 0)
+PROBABILITY = ThresholdType("probability", Annotated[float, Strict(), Field(gt=0, le=1)],
                             "a probability in (0, 1]", 0.2, 0.0)
-FRACTION = ThresholdType("fraction", Annotated[float, Field(ge=0, le=1)], "a fraction in [0, 1]", 0.05, 1.5)
-AT_LEAST_ONE = ThresholdType("number >= 1", Annotated[float, Field(ge=1)], "a number >= 1", 2.0, 0.5)
+FRACTION = ThresholdType("fraction", Annotated[float, Strict(), Field(ge=0, le=1)], "a fraction in [0, 1]",
+                         0.05, 1.5)
+AT_LEAST_ONE = ThresholdType("number >= 1", Annotated[float, Strict(), Field(ge=1)], "a number >= 1", 2.0, 0.5)
 RECURSIVE_CL = ThresholdType("recursive (c, l)", RecursiveCL, "a mapping {c: number > 0, l: integer >= 1}",
                              {"c": 2.0, "l": 2}, {"c": 0, "l": 2})
 

@@ -6,12 +6,14 @@ reason, before any data is read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
+from ..dates import format_problems
 from ..errors import HierarchyError
 from ..hierarchies import (
     DateHierarchy,
@@ -38,24 +40,31 @@ ENUMERATION_WARNING = (
 )
 
 
+# Numbers of the spec: a boolean is not one (``k: true`` is not k = 1), nor is text ("5")
+Integer = Annotated[int, Strict()]
+Number = Annotated[float, Strict()]  # an integer is a number too
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class IntervalSpec(_Model):
     type: Literal["interval"]
-    widths: list[float]
-    origin: float = 0.0
+    widths: list[Number]
+    origin: Number = 0.0
 
 
 class MaskSpec(_Model):
     type: Literal["mask"]
-    keep: list[int]
+    keep: list[Integer]
 
 
 class DateSpec(_Model):
     type: Literal["date"]
     levels: list[str]
+    # strftime format of the column's text dates; unset: the one format reading every value
+    format: str | None = None
 
 
 class TableSpec(_Model):
@@ -96,12 +105,15 @@ class ColumnSpec(_Model):
     partition_key: bool = False
     kind: Literal["nominal", "ordinal", "numeric"] | None = None
     order: list[str] | None = None
-    importance: float = 1.0
+    importance: Number = 1.0
 
 
-def hierarchy_of(column: str, declared: HierarchySpec | None, resolve: Callable[[str], Path]) -> Hierarchy:
+def hierarchy_of(column: str, declared: HierarchySpec | None, resolve: Callable[[str], Path],
+                 date_format: str | None = None, format_key: str | None = None) -> Hierarchy:
     """The hierarchy object ``declared`` for ``column`` (value → ``*`` when none is declared);
-    ``resolve`` turns a table hierarchy's path into a file path."""
+    ``resolve`` turns a table hierarchy's path into a file path. A date hierarchy reads the
+    column's dates with ``date_format`` (its own ``format``, else the partitions' when the
+    column is the partition column), named ``format_key`` in errors."""
     if declared is None:
         return SuppressionHierarchy(column)
     if isinstance(declared, IntervalSpec):
@@ -109,14 +121,39 @@ def hierarchy_of(column: str, declared: HierarchySpec | None, resolve: Callable[
     if isinstance(declared, MaskSpec):
         return MaskHierarchy(column, list(declared.keep))
     if isinstance(declared, DateSpec):
-        return DateHierarchy(column, list(declared.levels))
+        return DateHierarchy(column, list(declared.levels), format=declared.format or date_format,
+                             format_key=format_key or f"columns.{column}.hierarchy.format")
     return TableHierarchy.from_csv(column, resolve(declared.path), declared.separator)
 
 
 def build_hierarchy(spec: Any, column: str) -> Hierarchy:
     """The hierarchy object declared for ``column`` of ``spec`` (a
     :class:`~anon_dagster.spec.ReleaseSpec`; value → ``*`` when none is declared)."""
-    return hierarchy_of(column, spec.columns[column].hierarchy, spec.resolve)
+    declared = spec.columns[column].hierarchy
+    partitions = spec.partitions
+    if isinstance(declared, DateSpec) and declared.format is None and partitions is not None \
+            and partitions.column == column:
+        return hierarchy_of(column, declared, spec.resolve, partitions.format, "partitions.format")
+    return hierarchy_of(column, declared, spec.resolve)
+
+
+def method_spelling(method: str) -> str:
+    """A pseudonymization method's name without case or separators: ``SHA-256`` → ``sha256``."""
+    return re.sub(r"[^a-z0-9]", "", method.lower())
+
+
+_UNSAFE = {method_spelling(m) for m in UNSAFE_HASHES}
+# hash families however they are numbered: sha2, sha-512/256, sha3-384, md4, ripemd160, ...
+_UNSAFE_FAMILY = re.compile(
+    r"(?:sha|sha3|shake|md|ripemd|crc|xxh|murmur|fnv|keccak)\d+[a-z0-9]*"
+    r"|sha|sha3|md|keccak|blake\d*[bs]?|whirlpool|bcrypt|scrypt|argon2?(?:id|i|d)?|pbkdf2?[a-z0-9]*|siphash\d*"
+)
+
+
+def unsafe_method(method: str) -> bool:
+    """Whether ``method`` names an unkeyed or publicly salted hash, however it is spelled."""
+    name = method_spelling(method)
+    return name in _UNSAFE or "hash" in name or "salt" in name or bool(_UNSAFE_FAMILY.fullmatch(name))
 
 
 def column_problems(name: str, col: ColumnSpec, resolve: Callable[[str], Path]) -> list[tuple[str, str]]:
@@ -128,8 +165,8 @@ def column_problems(name: str, col: ColumnSpec, resolve: Callable[[str], Path]) 
         if col.role != "identifier":
             add(f"{key}.pseudonymize", f"only identifier columns are pseudonymized (role is {col.role!r})")
         method = col.pseudonymize.method.lower()
-        if method in UNSAFE_HASHES or "hash" in method or "salt" in method:
-            add(f"{key}.pseudonymize.method", f"{method!r} is refused: {ENUMERATION_WARNING}")
+        if method not in SAFE_PSEUDONYM_METHODS and unsafe_method(method):
+            add(f"{key}.pseudonymize.method", f"{col.pseudonymize.method!r} is refused: {ENUMERATION_WARNING}")
         elif method not in SAFE_PSEUDONYM_METHODS:
             add(f"{key}.pseudonymize.method", f"unknown method {method!r} (use hmac, aes_siv or token)")
     if col.hierarchy is not None and col.role not in ("quasi", "sensitive"):
@@ -149,6 +186,9 @@ def column_problems(name: str, col: ColumnSpec, resolve: Callable[[str], Path]) 
     elif isinstance(h, DateSpec):
         for msg in validate_date_levels(h.levels):
             add(f"{key}.hierarchy.levels", msg)
+        if h.format is not None:
+            for msg in format_problems(h.format, date_format_needs(h.levels)):
+                add(f"{key}.hierarchy.format", msg)
     elif isinstance(h, TableSpec):
         try:
             TableHierarchy.from_csv(name, resolve(h.path), h.separator)
@@ -157,3 +197,12 @@ def column_problems(name: str, col: ColumnSpec, resolve: Callable[[str], Path]) 
     if col.order is not None and col.role != "sensitive":
         add(f"{key}.order", "an order is only used for a sensitive attribute (t-closeness)")
     return problems
+
+
+def date_format_needs(levels: list[str]) -> tuple[str, ...]:
+    """The units a date format must hold for date hierarchy ``levels``."""
+    if "day" in levels:
+        return ("year", "month", "day")
+    if {"month", "quarter", "half"} & set(levels):
+        return ("year", "month")
+    return ("year",)

@@ -16,7 +16,9 @@ import pandas as pd
 import yaml
 from pydantic import ValidationError
 
-from ..errors import HierarchyError, Problem, SpecError
+from ..dates import format_problems, parse_dates
+from ..errors import DataError, HierarchyError, Problem, SpecError
+from ..hierarchies import DateHierarchy
 from .columns import column_problems
 from .models import ReleaseSpec
 from .policy import policy_problems, threshold_message
@@ -35,6 +37,9 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
             message = "unknown key (not part of release spec v1)"
         elif err["type"] == "missing":
             message = "required key is missing"
+        elif isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
+            message = f"must be {'an integer' if err['type'] == 'int_type' else 'a number'}, not the boolean " \
+                      f"{str(err['input']).lower()}"
         problems.append(Problem(file, key, message))
     return problems
 
@@ -50,10 +55,26 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
     if spec.partitions and spec.partitions.column not in spec.columns:
         add("partitions.column", f"column {spec.partitions.column!r} is not declared under columns")
     if spec.partitions:
-        try:
-            pd.Timestamp(spec.partitions.start)
-        except (ValueError, TypeError):
-            add("partitions.start", f"{spec.partitions.start!r} is not a date (YYYY-MM-DD)")
+        bounds = {}
+        for key in ("start", "end"):
+            value = getattr(spec.partitions, key)
+            try:
+                if value is not None:
+                    bounds[key] = pd.Timestamp(value)
+            except (ValueError, TypeError):
+                add(f"partitions.{key}", f"{value!r} is not a date (YYYY-MM-DD)")
+        if len(bounds) == 2 and bounds["end"] <= bounds["start"]:
+            add("partitions.end", f"{spec.partitions.end!r} is not after partitions.start: there is no partition")
+        fmt = spec.partitions.format
+        if fmt is not None:
+            needs = {"yearly": ("year",), "monthly": ("year", "month"), "quarterly": ("year", "month")}
+            for msg in format_problems(fmt, needs.get(spec.partitions.cadence, ("year", "month", "day"))):
+                add("partitions.format", msg)
+            declared = spec.columns.get(spec.partitions.column)
+            own = getattr(declared.hierarchy, "format", None) if declared is not None else None
+            if own is not None and own != fmt:
+                add(f"columns.{spec.partitions.column}.hierarchy.format",
+                    f"{own!r} differs from partitions.format {fmt!r}: one column has one date format")
     for key, msg in policy_problems(spec):
         add(key, msg)
     names = set()
@@ -187,10 +208,13 @@ def check_data(spec: ReleaseSpec, df: pd.DataFrame, source: str | None = None) -
     for name, hierarchy in spec.hierarchies.items():
         if name not in df.columns:
             continue
-        values = pd.unique(df[name])
         try:
+            if isinstance(hierarchy, DateHierarchy):
+                # the whole column with one format, so that a bad date is named by its row
+                parse_dates(df[name], name, hierarchy.format, format_key=hierarchy.format_key)
+            values = pd.unique(df[name])
             hierarchy.table(values)
-        except HierarchyError as exc:
+        except (HierarchyError, DataError) as exc:
             problems.append(Problem(file, f"columns.{name}.hierarchy", str(exc)))
     if problems:
         raise SpecError(problems)

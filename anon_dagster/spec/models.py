@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
+from ..errors import UserError
 from ..hierarchies import Hierarchy
-from .columns import ColumnSpec, TableSpec, _Model, build_hierarchy
+from .columns import ColumnSpec, Integer, Number, TableSpec, _Model, build_hierarchy
 from .policy import PolicySpec
 
 
@@ -29,6 +31,8 @@ class SourceSpec(_Model):
     format: Literal["csv", "parquet"] | None = None
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+
 Cadence = Literal["daily", "weekly", "monthly", "quarterly", "yearly"]
 
 
@@ -39,17 +43,20 @@ class PartitionsSpec(_Model):
     start: str
     end: str | None = None
     column: str
+    # strftime format of the column's text dates ("%d/%m/%Y"); unset: the one format that reads
+    # every value, refused when two read them differently (see anon_dagster.dates)
+    format: str | None = None
 
 
 class AnonymizationSpec(_Model):
     """What the anonymizer does; ``k`` and the policy's monotone thresholds are its targets."""
 
     method: Literal["global", "mondrian", "microaggregation", "none"] = "global"
-    k: int = Field(default=5, ge=1)
-    max_suppression: float = Field(default=0.0, ge=0.0, le=1.0)
+    k: Integer = Field(default=5, ge=1)
+    max_suppression: Number = Field(default=0.0, ge=0.0, le=1.0)
     utility: str = "entropy"
     suppression: Literal["rows", "cells"] = "rows"
-    seed: int = 0
+    seed: Integer = 0
     pram: dict[str, Any] | None = None
     # global recoding's risk-utility frontier: "complete" resolves every lattice node, "partial"
     # lists the minimal nodes the search already settled; unset = complete without suppression
@@ -63,7 +70,7 @@ class UtilityQuerySpec(_Model):
     name: str
     group_by: list[str]
     target: str
-    max_error_points: float | None = Field(default=None, ge=0)
+    max_error_points: Number | None = Field(default=None, ge=0)
     severity: Literal["error", "warn"] = "error"
 
 
@@ -72,7 +79,7 @@ class CompositionSpec(_Model):
 
     population: str
     person: str
-    min_k: int = Field(default=5, ge=1)
+    min_k: Integer = Field(default=5, ge=1)
 
 
 class PublicationSpec(_Model):
@@ -80,12 +87,12 @@ class PublicationSpec(_Model):
 
     path: str
     mode: Literal["rows", "aggregates"] = "rows"
-    epsilon: float | None = Field(default=None, gt=0)
-    total_epsilon: float | None = Field(default=None, gt=0)
+    epsilon: Number | None = Field(default=None, gt=0)
+    total_epsilon: Number | None = Field(default=None, gt=0)
     aggregates: dict[str, Any] | None = None
     # how the population's epsilon budget composes across releases (see docs/release.md)
     budget_composition: Literal["basic", "advanced"] = "basic"
-    delta: float | None = Field(default=None, gt=0, lt=1)
+    delta: Number | None = Field(default=None, gt=0, lt=1)
 
 
 class ReleaseSpec(_Model):
@@ -111,7 +118,15 @@ class ReleaseSpec(_Model):
         return self.spec_path.parent if self.spec_path else Path.cwd()
 
     def resolve(self, path: str, **fmt: str) -> Path:
-        """A path of the spec, formatted with ``fmt`` and resolved against the spec's folder."""
+        """A path of the spec, formatted with ``fmt`` and resolved against the spec's folder.
+
+        A ``partition`` must be a plain key (letters, digits, ``-``, ``_``): never a path of
+        its own (``../x``, ``2024/../../x``). The keys themselves are checked against the
+        spec's partitions by :func:`anon_dagster.partitions.partition_window`.
+        """
+        partition = fmt.get("partition")
+        if partition is not None and not _PLAIN_KEY.fullmatch(str(partition)):
+            raise UserError(f"{self.label}: partition {str(partition)[:40]!r} is not a partition key")
         text = path.format(release=self.release, **fmt) if fmt or "{release}" in path else path
         p = Path(text).expanduser()
         return p if p.is_absolute() else (self.base_dir / p).resolve()

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, create_model
 
 from ..criteria import REGISTRY, RecursiveCL, adversary_problem
-from .columns import _Model
+from .columns import Integer, Number, _Model
 
 __all__ = ["PolicySpec", "PopulationSpec", "RecursiveCL", "ThresholdsSpec", "policy_problems", "threshold_message"]
 
@@ -43,10 +43,10 @@ class PolicySpec(_Model):
 
     adversary: Literal["prosecutor", "journalist", "marketer"] = "prosecutor"
     population: PopulationSpec | None = None
-    sampling_fraction: float | None = Field(default=None, gt=0, le=1)
+    sampling_fraction: Number | None = Field(default=None, gt=0, le=1)
     thresholds: ThresholdsSpec = ThresholdsSpec()  # type: ignore[valid-type]
     severity: Literal["low", "medium", "high", "very_high"] = "high"
-    review_after_days: int = Field(default=365, ge=1)
+    review_after_days: Integer = Field(default=365, ge=1)
 
 
 def threshold_message(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | None:
@@ -61,6 +61,8 @@ def threshold_message(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | N
         return f"unknown threshold {key!r} (known thresholds: {', '.join(REGISTRY)})"
     if error.get("type") == "extra_forbidden":
         return None  # an unknown key inside a threshold's own mapping: the generic message
+    if isinstance(error.get("input"), bool):
+        return f"must be {REGISTRY[key].threshold_type.text}, not the boolean {str(error['input']).lower()}"
     return f"must be {REGISTRY[key].threshold_type.text} ({error['msg'][:1].lower()}{error['msg'][1:]})"
 
 

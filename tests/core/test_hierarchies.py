@@ -153,3 +153,26 @@ def test_mask_levels_always_coarsen(values):
     sizes = [len(set(c)) for c in codes]
     assert sizes == sorted(sizes, reverse=True)
     assert sizes[-1] == 1
+
+
+def test_an_infinity_has_no_interval_bin():
+    with pytest.raises(HierarchyError, match=r"column 'age': interval hierarchy needs finite numbers, got inf"):
+        IntervalHierarchy("age", [5, 10]).table([30.0, float("inf")])
+    with pytest.raises(HierarchyError, match=r"got -inf"):
+        IntervalHierarchy("age", [5, 10]).generalize(pd.Series([30.0, float("-inf")]), 1)
+
+
+def test_date_hierarchy_reads_one_format_for_the_column():
+    day_first = DateHierarchy("day", ["month", "year"])
+    assert day_first.generalize(pd.Series(["05/01/2024", "13/02/2024"]), 1).tolist() == ["2024-01", "2024-02"]
+    with pytest.raises(HierarchyError, match="ambiguous.*declare columns.day.hierarchy.format"):
+        DateHierarchy("day", ["month"], format_key="columns.day.hierarchy.format").table(["05/01/2024", "06/02/2024"])
+    declared = DateHierarchy("day", ["month"], format="%m/%d/%Y")
+    assert declared.table(["05/01/2024"])[:, 1].tolist() == ["2024-05"]
+
+
+def test_date_hierarchy_over_datetime_values():
+    values = pd.unique(pd.Series(pd.to_datetime(["2024-01-05", "2024-01-05 10:00", "2025-06-22"], format="ISO8601")))
+    table = DateHierarchy("day", ["month", "year"]).table(values)
+    assert table[:, 0].tolist() == ["2024-01-05", "2024-01-05T10:00:00", "2025-06-22"]  # one label per value
+    assert table[:, 1].tolist() == ["2024-01", "2024-01", "2025-06"]

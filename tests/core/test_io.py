@@ -63,3 +63,62 @@ def test_plain_json_unwraps_numpy_and_rounds_only_when_asked():
     assert type(out["1"]) is int and type(out["tup"][0]) is bool
     assert plain_json(np.float64(1 / 3), digits=3) == 0.333
     json.dumps(out, allow_nan=False)  # strict JSON: no NaN left
+
+
+# ----- identifiers as the exact text of their values -------------------------------------------
+
+def test_csv_identifiers_are_their_text(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("pid,name,age\n12345678901234567890,NA,41\n00012,null,\n1.0,Null,7\n,x,8\n")
+    df = read_table(path, text_columns=["pid", "name"])
+    assert df["pid"].tolist()[:3] == ["12345678901234567890", "00012", "1.0"]
+    assert pd.isna(df["pid"].iloc[3])  # only an empty cell is missing
+    assert df["name"].tolist() == ["NA", "null", "Null", "x"]  # "NA" may be someone's code
+    assert df["age"].dtype == "Int64"
+
+
+def test_numbers_that_do_not_fit_stay_text(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("big,huge,long_float,exact,gap\n"
+                    "12345678901234567890,123456789012345678901,0.12345678901234567,9007199254740993,9007199254740993\n"
+                    "1,2,0.5,1,\n")
+    df = read_table(path)
+    assert df["big"].tolist() == ["12345678901234567890", "1"]  # past int64: text, not an overflow
+    assert df["huge"].tolist() == ["123456789012345678901", "2"]
+    assert df["long_float"].tolist() == ["0.12345678901234567", "0.5"]  # more digits than a float holds
+    assert df["exact"].dtype == "int64" and df["exact"].iloc[0] == 9007199254740993
+    assert df["gap"].dtype == "Int64" and df["gap"].iloc[0] == 9007199254740993  # not through a float
+
+
+def test_parquet_integer_identifiers_are_their_digits(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({  # written without pandas: nullable integers, no pandas metadata
+        "pid": pa.array([12345678901234567890, 12345678901234567891, None], pa.uint64()),
+        "n": pa.array([12345678901234567, None, 3], pa.int64()),
+        "age": pa.array([41, 42, 43], pa.int64()),
+    }), path)
+    df = read_table(path, text_columns=["pid", "n"])
+    assert df["pid"].tolist()[:2] == ["12345678901234567890", "12345678901234567891"]
+    assert df["n"].tolist()[0] == "12345678901234567" and pd.isna(df["n"].iloc[1])
+    assert df["age"].tolist() == [41, 42, 43]
+    pandas_written = tmp_path / "p.parquet"
+    pd.DataFrame({"pid": pd.array([12345678901234567, None], dtype="Int64")}).to_parquet(pandas_written)
+    assert read_table(pandas_written, text_columns=["pid"])["pid"].iloc[0] == "12345678901234567"
+
+
+def test_parquet_float_identifiers_are_refused(tmp_path):
+    path = tmp_path / "t.parquet"
+    pd.DataFrame({"pid": [1.0, 2.0]}).to_parquet(path)
+    with pytest.raises(DataError, match=r"t.parquet: identifier column 'pid' is stored as floating-point"):
+        read_table(path, text_columns=["pid"])
+    assert read_table(path)["pid"].tolist() == [1.0, 2.0]  # not an identifier: read as typed
+
+
+def test_csv_date_columns_keep_their_text(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("day,n\n20240105,1\n20240106,2\n")
+    df = read_table(path, raw_columns=["day"])
+    assert df["day"].tolist() == ["20240105", "20240106"] and df["n"].dtype == "int64"

@@ -205,3 +205,98 @@ def test_a_column_declared_twice_is_refused_naming_it(tmp_path):
     )
     with pytest.raises(SpecError, match=r"'age' is given twice"):
         load_spec(write_spec(tmp_path, text))
+
+
+# ----- booleans are not numbers; every spelling of an unkeyed hash gets the reason -------------
+
+@pytest.mark.parametrize("where,value", [
+    (("anonymization", "k"), True), (("anonymization", "k"), False),
+    (("anonymization", "max_suppression"), True), (("policy", "thresholds", "k"), True),
+    (("policy", "thresholds", "l_distinct"), True), (("policy", "thresholds", "prosecutor_avg"), True),
+    (("policy", "thresholds", "l_entropy"), False), (("policy", "review_after_days"), True),
+    (("composition", "min_k"), True),
+])
+def test_a_boolean_is_not_a_number(tmp_path, where, value):
+    bad = copy.deepcopy(MINIMAL)
+    bad["composition"] = {"population": "people", "person": "pid", "min_k": 5}
+    node = bad
+    for part in where[:-1]:
+        node = node.setdefault(part, {})
+    node[where[-1]] = value
+    with pytest.raises(SpecError) as info:
+        load_spec(write_spec(tmp_path, bad))
+    problems = {p.key: p.message for p in info.value.problems}
+    key = ".".join(where)
+    assert key in problems and f"not the boolean {str(value).lower()}" in problems[key]
+
+
+def test_recursive_cl_refuses_booleans_and_integers_are_numbers(tmp_path):
+    bad = copy.deepcopy(MINIMAL)
+    bad["policy"]["thresholds"] = {"recursive_cl": {"c": True, "l": 2}}
+    with pytest.raises(SpecError, match="recursive_cl"):
+        load_spec(write_spec(tmp_path, bad))
+    good = copy.deepcopy(MINIMAL)
+    good["policy"]["thresholds"] = {"k": 5, "l_entropy": 2, "recursive_cl": {"c": 2, "l": 2}}
+    assert load_spec(write_spec(tmp_path, good)).policy.thresholds.l_entropy == 2
+
+
+@pytest.mark.parametrize("method", ["SHA-256", "sha-256", "Sha256", "sha_256", "SHA256", "sha 256", "SHA3-256",
+                                    "sha-512/256", "MD-5", "Blake2b", "sha2"])
+def test_every_spelling_of_an_unkeyed_hash_gets_the_reason(tmp_path, method):
+    bad = copy.deepcopy(MINIMAL)
+    bad["columns"]["pid"]["pseudonymize"]["method"] = method
+    with pytest.raises(SpecError) as info:
+        load_spec(write_spec(tmp_path, bad))
+    assert f"{method!r} is refused" in str(info.value) and "enumeration" in str(info.value)
+
+
+def test_an_unknown_method_is_not_called_a_hash(tmp_path):
+    bad = copy.deepcopy(MINIMAL)
+    bad["columns"]["pid"]["pseudonymize"]["method"] = "rot13"
+    with pytest.raises(SpecError, match="unknown method 'rot13'"):
+        load_spec(write_spec(tmp_path, bad))
+
+
+# ----- partitions.format and a date hierarchy's format -----------------------------------------
+
+def dated(**partitions) -> dict:
+    spec = copy.deepcopy(MINIMAL)
+    spec["columns"]["day"] = {"role": "quasi", "hierarchy": {"type": "date", "levels": ["month", "year"]}}
+    spec["partitions"] = {"cadence": "monthly", "start": "2024-01-01", "column": "day", **partitions}
+    return spec
+
+
+def test_partitions_format_is_checked(tmp_path):
+    assert load_spec(write_spec(tmp_path, dated(format="%d/%m/%Y"))).partitions.format == "%d/%m/%Y"
+    with pytest.raises(SpecError, match=r"partitions.format: format '%Y' has no month"):
+        load_spec(write_spec(tmp_path, dated(format="%Y")))
+    with pytest.raises(SpecError, match=r"partitions.format: format 'mixed' has no year"):
+        load_spec(write_spec(tmp_path, dated(format="mixed")))
+
+
+def test_the_partition_columns_hierarchy_reads_with_partitions_format(tmp_path):
+    spec = load_spec(write_spec(tmp_path, dated(format="%m/%d/%Y")))
+    assert spec.hierarchies["day"].generalize(pd.Series(["05/01/2024"]), 1).tolist() == ["2024-05"]
+    clash = dated(format="%m/%d/%Y")
+    clash["columns"]["day"]["hierarchy"]["format"] = "%d/%m/%Y"
+    with pytest.raises(SpecError, match="one column has one date format"):
+        load_spec(write_spec(tmp_path, clash))
+
+
+def test_check_data_names_the_row_of_a_bad_date(tmp_path):
+    spec = load_spec(write_spec(tmp_path, dated()))
+    df = pd.DataFrame({"pid": ["a", "b"], "name": ["n", "m"], "age": [30, 31], "zip": ["28014", "28015"],
+                       "region": ["r", "r"], "diag": ["x", "y"], "los": [1, 2], "day": ["2024-01-05", "24-01-06"]})
+    with pytest.raises(SpecError, match=r"columns.day.hierarchy: .*column 'day', row 2: value '24-01-06'"):
+        check_data(spec, df, source="batch.csv")
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf")])
+def test_an_infinite_value_under_an_interval_hierarchy_is_named(tmp_path, value):
+    spec = load_spec(write_spec(tmp_path, MINIMAL))
+    df = pd.DataFrame({"pid": ["a", "b"], "name": ["n", "m"], "age": [30.0, value], "zip": ["28014", "28015"],
+                       "region": ["r", "r"], "diag": ["x", "y"], "los": [1, 2]})
+    with pytest.raises(SpecError) as info:
+        check_data(spec, df, source="batch.csv")
+    text = str(info.value)
+    assert "columns.age.hierarchy" in text and "finite numbers" in text and repr(value) in text
