@@ -71,7 +71,7 @@ def main() -> None:
         full_w.append(w)
         full_c.append(c)
         ec = measured.equivalence_classes
-        w, c, figures = timed(lambda: person_figures(ec, df["person"], df[["diagnosis"]]))
+        w, c, figures = timed(lambda ec=ec: person_figures(ec, df["person"], df[["diagnosis"]]))
         per_w.append(w)
         per_c.append(c)
     med = statistics.median
