@@ -17,6 +17,7 @@ Target: the composition check of two 1 M-person releases in under 30 s on one co
 from __future__ import annotations
 
 import argparse
+import base64
 import statistics
 import sys
 import tempfile
@@ -29,8 +30,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from anon_dagster.pseudonymize.keystore import EnvKeyBackend, KeyStore  # noqa: E402
 from anon_dagster.release.composition import check_composition, class_assignment  # noqa: E402
-from anon_dagster.release.ledger import Ledger  # noqa: E402
+from anon_dagster.release.ledger import LedgerSeal, init_ledger  # noqa: E402
 
 
 def timed(fn, repeats: int):
@@ -73,12 +75,15 @@ def main() -> None:
     a2 = class_assignment(second, ["r"], persons)
 
     with tempfile.TemporaryDirectory() as tmp:
-        ledger = Ledger(Path(tmp) / "ledger.sqlite")
+        # a throwaway key store for the ledger's MACs and anchor
+        keys = KeyStore(EnvKeyBackend(base64.b64encode(bytes(32)).decode()), Path(tmp) / "keystate")
+        seal = LedgerSeal.from_keystore(keys)
+        ledger = init_ledger(Path(tmp) / "ledger.sqlite", seal).ledger
         t_write, _ = timed(lambda: ledger.record(
             release="first", partition=str(time.perf_counter_ns()), population="bench", spec_hash="s",
             data_hash=str(time.perf_counter_ns()), qis={}, k=None, assignment=a1), args.repeats)
         # keep exactly one current publication of the population for the check
-        ledger2 = Ledger(Path(tmp) / "ledger2.sqlite")
+        ledger2 = init_ledger(Path(tmp) / "ledger2.sqlite", seal).ledger
         ledger2.record(release="first", partition="", population="bench", spec_hash="s", data_hash="h",
                        qis={}, k=None, assignment=a1)
         t_ours, result = timed(lambda: check_composition(

@@ -33,9 +33,11 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def master_key(monkeypatch: pytest.MonkeyPatch) -> str:
-    """Keys from the environment: ``ANON_DAGSTER_MASTER_KEY`` set to the tests' fixed key (returned)."""
+def master_key(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Keys from the environment: ``ANON_DAGSTER_MASTER_KEY`` set to the tests' fixed key (returned),
+    and ``ANON_DAGSTER_KEYSTORE_STATE`` to a fresh folder of their own (the ledger's anchor lives there)."""
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", MASTER_KEY)
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_STATE", str(tmp_path_factory.mktemp("keystate")))
     return MASTER_KEY
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..release.ledger import Ledger
+from ..release.ledger import open_ledger
 from ..release.pipeline import needs_keystore, run_gate
 from ..spec import load_spec
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", help="release spec (YAML)")
     p.add_argument("--partition", help="partition key (e.g. 2024 for a yearly release)")
     p.add_argument("--input", help="data to check (default: the spec's source)")
-    p.add_argument("--ledger", help="ledger file (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
+    p.add_argument("--ledger", help="ledger file, which must exist (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.set_defaults(handler=run)
 
@@ -36,8 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from ..pseudonymize import open_keystore
 
     spec = load_spec(args.spec)
-    keystore = open_keystore() if needs_keystore(spec) else None
+    # the ledger is read when a check needs it, or when one is named (a mistyped --ledger is an error)
+    wants_ledger = args.ledger is not None or spec.composition is not None or spec.publication.mode == "aggregates"
+    keystore = open_keystore() if needs_keystore(spec) or wants_ledger else None
+    ledger = open_ledger(args.ledger, keystore) if wants_ledger else None
     evaluation = run_gate(spec, partition=args.partition, input_path=args.input, keystore=keystore,
-                          ledger=Ledger(args.ledger)).evaluation
+                          ledger=ledger).evaluation
     print(json.dumps(evaluation.to_json(), indent=2, ensure_ascii=False) if args.json else evaluation.render_text())
     return 0 if evaluation.passed else 1

@@ -19,8 +19,8 @@ import pandas as pd
 
 from ..errors import DataError
 from ..io import read_table
-from ..release import gate, pipeline
-from ..release.ledger import Ledger
+from ..release import gate, pipeline, publication
+from ..release.ledger import open_ledger
 from ..spec import load_spec
 
 
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", help="partition key (e.g. 2024 for a yearly release)")
     p.add_argument("--anonymized", action="store_true",
                    help="the input is the table as it would be published (with the person column)")
-    p.add_argument("--ledger", help="ledger file (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
+    p.add_argument("--ledger", help="ledger file, which must exist (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=run)
 
@@ -40,16 +40,21 @@ def run(args: argparse.Namespace) -> int:
     from ..pseudonymize import open_keystore
 
     spec = load_spec(args.spec)
-    ledger = Ledger(args.ledger)
+    keystore = open_keystore()
+    ledger = open_ledger(args.ledger, keystore)  # a missing ledger is an error, never an empty one
     partition = args.partition or ""
     if spec.publication.mode == "aggregates":
         evaluation = pipeline.evaluate(spec, pd.DataFrame(), record=None, original=None, raw=None, ledger=ledger,
                                        partition=partition, only={"epsilon_budget"})
         return _print(evaluation.check("epsilon_budget"), args.json, f"{spec.release}/{partition or '-'}: ")
     if spec.composition is None:
+        try:  # earlier publications of a population this spec no longer declares
+            publication.refuse_population_change(spec, ledger)
+        except publication.PublicationRefused as exc:
+            print(exc)
+            return 1
         print(f"{spec.release}: no composition declared: nothing to check")
         return 0
-    keystore = open_keystore()
     if args.anonymized:
         df, path = (read_table(args.input), args.input) if args.input else (pipeline.ingest(spec, args.partition).data,
                                                                             "the spec's source")

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from ..io import write_bytes_atomic
-from ..release.ledger import Ledger
+from ..release.ledger import open_ledger
 from ..release.publish import find_entry, rebuild_report
 from ..release.report import render
 from ..spec import load_spec
@@ -23,13 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("md", "html", "json"), default="md", help="output format (default md)")
     p.add_argument("--output", help="file to write (default: standard output)")
     p.add_argument("--id", type=int, help="a specific ledger entry (default: the latest of the partition)")
-    p.add_argument("--ledger", help="ledger file (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
+    p.add_argument("--ledger", help="ledger file, which must exist (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..pseudonymize import open_keystore
+
     spec = load_spec(args.spec)
-    entry = find_entry(Ledger(args.ledger), spec.release, args.partition, args.id)
+    entry = find_entry(open_ledger(args.ledger, open_keystore()), spec.release, args.partition, args.id)
     text = render(rebuild_report(entry), args.format)
     if entry.spec_hash != spec.spec_hash():
         print(

@@ -1,10 +1,17 @@
-"""``anon-dagster validate SPEC.yaml [--input DATA]``: check a release spec (and data)."""
+"""``anon-dagster validate SPEC.yaml [--input DATA]``: check a release spec (and data).
+
+Besides the spec itself: its publication target, for every partition, must stay clear of what
+the release reads (source, hierarchy tables, population, the spec) and of what is kept private
+(ledger, key store, Dagster's storage), with no symlink below the publication folder
+(:func:`anon_dagster.release.targets.publication_problems`). Exit 2 on a problem.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from ..io import read_table
+from ..release.targets import TargetRefused, publication_problems
 from ..spec import check_data, load_spec
 
 
@@ -17,6 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
+    problems = publication_problems(spec)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise TargetRefused(problems[0] + more)
     checked_data = ""
     if args.input:
         df = read_table(args.input)

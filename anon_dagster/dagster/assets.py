@@ -82,7 +82,15 @@ def _evaluate(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame,
     except (ValueError, DataError):  # unreadable: the population checks then fail and say so
         record = None
     return pipeline.evaluate(spec, anonymized, record=record, original=pseudonymized, raw=raw,
-                             ledger=context.resources.ledger.open(), partition=partition_of(context), only=only)
+                             ledger=context.resources.ledger.open(context.resources.keystore),
+                             partition=partition_of(context), only=only)
+
+
+def storage_folders(context: AssetExecutionContext) -> list[str]:
+    """The folders the IO manager stores tables in: a publication is never written into one."""
+    folders = [context.instance.storage_directory()]
+    base = getattr(context.resources.io_manager, "base_dir", None)
+    return [*folders, base] if base else folders
 
 
 def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
@@ -136,7 +144,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         return gate.attach_record(result.data, result.record)
 
     @multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
-                       ins=upstream, required_resource_keys={"ledger"})
+                       ins=upstream, required_resource_keys={"ledger", "keystore"})
     def release_checks(context: AssetCheckExecutionContext, anonymized: pd.DataFrame,
                        pseudonymized: pd.DataFrame, raw: pd.DataFrame):
         selected = {k.name for k in context.selected_asset_check_keys}
@@ -145,7 +153,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         complete = selected == {c.name for c in t.checks(spec)}
         try:  # the evidence of a complete evaluation is kept; a refused one is remembered by the ledger
             if complete and not evaluation.passed:
-                publication.record_refusal(spec, evaluation, context.resources.ledger.open(), folder)
+                publication.record_refusal(spec, evaluation, context.resources.ledger.open(context.resources.keystore),
+                                           folder)
             elif complete:
                 publication.write_evaluation_report(spec, evaluation, folder)
         except Exception as exc:
@@ -157,21 +166,23 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 description=result.summary, metadata=check_metadata(result, evaluation),
             )
 
-    @asset(**attributes("published"), ins=upstream, required_resource_keys={"ledger"},
+    @asset(**attributes("published"), ins=upstream, required_resource_keys={"ledger", "keystore", "io_manager"},
            automation_condition=(AutomationCondition.eager() & AutomationCondition.all_deps_blocking_checks_passed())
            if automate else None)
     def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
                   raw: pd.DataFrame) -> MaterializeResult:
         # re-verification: the gate evaluated again here, never read from Dagster's event storage
         evaluation = _evaluate(context, spec, anonymized, pseudonymized, raw)
-        ledger = context.resources.ledger.open()
+        ledger = context.resources.ledger.open(context.resources.keystore)
+        # the target is kept clear of the key store and the IO manager's storage, with the inputs
+        protected = {"keystore": context.resources.keystore, "storage": storage_folders(context)}
         try:
             if spec.publication.mode == "aggregates":
-                done, errors = publication.publish_aggregates(spec, evaluation, pseudonymized, ledger)
+                done, errors = publication.publish_aggregates(spec, evaluation, pseudonymized, ledger, **protected)
                 extra: dict[str, Any] = {"cells": done.rows, "epsilon": float(spec.publication.epsilon or 0),
                                          "expected_error": MetadataValue.json(errors)}
             else:
-                done = publication.publish(spec, evaluation, anonymized, ledger)
+                done = publication.publish(spec, evaluation, anonymized, ledger, **protected)
                 extra = {"rows": done.rows, "columns": MetadataValue.json(done.columns),
                          "class_size_histogram": histogram_table(gate.class_size_histogram(evaluation.measures))}
         except publication.PublicationRefused as exc:

@@ -60,12 +60,17 @@ def keystore_from_env() -> KeyStoreResource:
 
 class LedgerResource(ConfigurableResource):
     """The publication ledger (SQLite): ``path``, else ``$ANON_DAGSTER_LEDGER``, else under
-    ``$DAGSTER_HOME`` (see :func:`anon_dagster.release.default_ledger_path`)."""
+    ``$DAGSTER_HOME`` (see :func:`anon_dagster.release.default_ledger_path`).
+
+    The ledger must exist (``anon-dagster ledger init``): a missing, damaged or tampered ledger
+    fails the step with one error naming the file. Its integrity key and anchor come from the
+    key store the step opened (:meth:`open`'s ``keystore``).
+    """
 
     path: str | None = None
 
-    def open(self) -> "Ledger":
-        """The ledger, opened."""
-        from ..release import Ledger
+    def open(self, keystore: "KeyStoreResource | KeyStore") -> "Ledger":
+        """The ledger, opened and verified with the integrity key of ``keystore``."""
+        from ..release.ledger import open_ledger
 
-        return Ledger(self.path)
+        return open_ledger(self.path, keystore)

@@ -1,7 +1,7 @@
 """``python -m anon_dagster.demo run`` (``make demo``): the demo releases, end to end in Dagster.
 
-Generates the demo data, opens (creating on first use) the development key store, then
-materializes every partition of every release spec beside the demo spec — the demo release,
+Generates the demo data, opens (creating on first use) the development key store and creates the
+publication ledger when there is none (``anon-dagster ledger init``), then materializes every partition of every release spec beside the demo spec — the demo release,
 published yearly, and the strict release that is refused by design — through the releases'
 Dagster jobs, against a Dagster home beside the spec folder so that ``dagster dev`` shows the
 runs, checks and reports afterwards.
@@ -78,7 +78,8 @@ def _run_demo(spec: Path) -> int:
               "(synthetic demo data; its passphrase is public): never use it for real data")
 
     home = Path(os.environ.get("DAGSTER_HOME") or (spec.resolve().parent.parent / ".dagster_home"))
-    home.mkdir(parents=True, exist_ok=True)
+    # owner-only: Dagster's run and event storage, the intermediate tables and the ledger live here
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not (home / "dagster.yaml").exists():
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     os.environ["DAGSTER_HOME"] = str(home)
@@ -95,6 +96,15 @@ def _run_demo(spec: Path) -> int:
     # The key store's development warning was printed once above; Dagster's preview notice
     # (partition-aware checks) is documented in docs/dagster.md.
     logging.getLogger("anon_dagster.pseudonymize.keystore").setLevel(logging.ERROR)
+
+    # The ledger is created explicitly, as `anon-dagster ledger init` does; a ledger that was
+    # lost while its anchor remembers publications is an error, never a fresh start.
+    from ..pseudonymize import open_keystore
+    from ..release.ledger import LedgerSeal, init_ledger
+
+    created = init_ledger(None, LedgerSeal.from_keystore(open_keystore()))
+    if created.action != "exists":
+        print(f"ledger: {_show(created.ledger.path)}: {created.action}")
     warnings.filterwarnings("ignore", category=UserWarning)
     config = spec.resolve().parent
     specs = load_specs(config)

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .ledger import ClassAssignmentRows, Ledger, Publication, linkage_pseudonyms
+from .ledger import COUNTED_STATUSES, ClassAssignmentRows, Ledger, Publication, linkage_pseudonyms
 
 
 def _label(value: object) -> str:
@@ -299,7 +299,8 @@ def check_composition(
 def _sequential(assignment: ClassAssignmentRows, ledger: Ledger, release: str, partition: str,
                 cache: dict[int, ClassAssignmentRows]) -> list[SequentialResult]:
     """Classes of the same signature whose persons differ by exactly one, per earlier version."""
-    versions = [p for p in ledger.entries(release=release, include_superseded=True) if p.status == "published"]
+    # pending entries count too: their data may already be in place (fail safe)
+    versions = [p for p in ledger.entries(release=release, include_superseded=True) if p.status in COUNTED_STATUSES]
     out = []
     new_sig = np.asarray(assignment.signatures, dtype=object)
     for pub in versions:

@@ -2,22 +2,43 @@
 
 The publication protocol, written once for both kinds of release (rows, DP aggregates):
 
-1. refuse unless the evaluation passes (nothing is written);
-2. write the table aside, under a hidden name in the publication's folder;
-3. record the publication in the ledger (one transaction: the entry, the class assignment
-   keyed by linkage pseudonyms, the report inputs; for DP aggregates the ε spend);
-4. rename the table into place;
-5. write the risk report (md, html, json) beside it.
+1. refuse unless the evaluation passes, unless the target stays clear of everything the
+   release reads or keeps private (:mod:`.targets`), and unless the release keeps the
+   population its earlier publications belong to (nothing is written);
+2. take the target's lock (one publisher of a partition at a time) and reconcile what an
+   earlier publisher of it left pending (below);
+3. stage the table and its risk report (md, html, json) under unique hidden names beside the
+   target (0600), fsync them and the folder;
+4. record the entry in the ledger as **pending** (one transaction: the entry with the SHA-256
+   of the staged file, the class assignment keyed by linkage pseudonyms, the report inputs;
+   for DP aggregates the ε spend);
+5. keep the files being replaced as hard links, rename the table into place, then the three
+   reports (each 0644), fsync the folder;
+6. mark the entry **published** (it supersedes the previous one), remove the kept links.
 
-A failure before the rename leaves the previous publication intact and no new ledger entry.
+*Reconciling* a pending entry (step 2, :func:`reconcile_pending`, ``anon-dagster ledger
+reconcile``) makes the ledger and the folder agree, rolling forward or back by what is in
+place: if the file at the target has the pending entry's SHA-256, its data reached the portal,
+so the entry is marked published and its reports are rewritten from the ledger (roll forward);
+otherwise the table never took its place, so the entry is marked abandoned and the reports are
+rewritten from the current publication, if any (roll back). Either way the leftovers are removed.
+
+A failure (a full disk, a lost ledger lock) at any step before 6 removes the staged files,
+puts the kept files back and abandons the pending entry: the folder and the current
+publication are as they were. A process killed at any step leaves a pending entry at worst,
+which the next publication of the partition reconciles; until then it counts for composition
+and the ε budget (fail safe: its data may already be in place).
+
 A refused evaluation is recorded in the ledger as failed (it never counts for composition) and
-keeps its report in the partition's report folder.
+keeps its report in the partition's report folder (owner-only).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+import hashlib
+import io
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,17 +47,28 @@ import pandas as pd
 
 from ..anonymize.record import TransformationRecord
 from ..errors import UserError
-from ..io import plain_json, write_bytes_atomic, write_table_atomic
-from ..partitions import UNPARTITIONED
+from ..io import plain_json, table_format, write_bytes_atomic
 from ..spec import ReleaseSpec
-from . import gate
+from . import gate, portal
 from .evaluation import Evaluation
-from .ledger import Ledger, RecordOutcome, dataset_hash
+from .ledger import Ledger, Publication, RecordOutcome, dataset_hash
+from .ledger.lifecycle import private_folders
 from .publish import record_evaluation
 from .report import build_report, render, report_inputs
+from .targets import REPORT_FORMATS, Target, TargetRefused, check_target
 
 RECORD_FILE = gate.RECORD_FILE
 REPORT_STEM = "risk_report"
+
+# Test hook: called with the name of each step of the protocol once it is done ("staged",
+# "pending", "kept", "data-placed", "report-placed:md", ..., "published", "cleaned"). Tests
+# set it in a child process to kill it there; production leaves it None.
+_step_hook: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if _step_hook is not None:
+        _step_hook(name)
 
 
 class PublicationRefused(UserError):
@@ -62,7 +94,9 @@ class Published:
 
 def publication_target(spec: ReleaseSpec, partition: str | None) -> Path:
     """Where the partition's publication goes (``publication.path`` with {partition} filled in)."""
-    return spec.resolve(spec.publication.path, partition=partition or UNPARTITIONED)
+    from .targets import target_of
+
+    return target_of(spec, partition).path
 
 
 def report_base(target: Path) -> Path:
@@ -93,28 +127,32 @@ def evaluation_report_inputs(spec: ReleaseSpec, evaluation: Evaluation, *, publi
 
 def write_report_files(report: dict[str, Any], base: Path, mode: int = 0o600) -> None:
     """Write ``report`` as ``<base>.md``, ``<base>.html`` and ``<base>.json``, each atomically."""
-    for fmt in ("md", "html", "json"):
+    for fmt in REPORT_FORMATS:
         write_bytes_atomic(render(report, fmt).encode(), base.with_name(f"{base.name}.{fmt}"), mode=mode)
 
 
 def write_record(record: TransformationRecord, folder: Path) -> Path:
     """The transformation record as ``<folder>/transformations.json`` (atomically; sorted keys
-    and no final newline, as report folders have always held it)."""
+    and no final newline, as report folders have always held it); the folder is owner-only."""
+    private_folders(Path(folder))
     return record.write(Path(folder) / RECORD_FILE, sort_keys=True, final_newline=False)
 
 
 def write_evaluation_report(spec: ReleaseSpec, evaluation: Evaluation, folder: Path) -> dict[str, Any]:
-    """The evaluation's risk report written into ``folder`` (``risk_report.md|html|json``)."""
+    """The evaluation's risk report written into ``folder`` (``risk_report.md|html|json``, owner-only)."""
     inputs = evaluation_report_inputs(spec, evaluation, report_path=str(Path(folder) / f"{REPORT_STEM}.md"))
     report = build_report(inputs)
+    private_folders(Path(folder))
     write_report_files(report, Path(folder) / REPORT_STEM)
     return report
 
 
 def record_refusal(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, folder: Path) -> dict[str, Any]:
-    """Record a refused evaluation in the ledger (failed: never composed) and write its report."""
+    """Record a refused evaluation in the ledger (failed: never composed) and write its report
+    (owner-only) into ``folder``."""
     inputs = evaluation_report_inputs(spec, evaluation, report_path=str(Path(folder) / f"{REPORT_STEM}.md"))
     _, report = record_evaluation(ledger, spec, inputs)
+    private_folders(Path(folder))
     write_report_files(report, Path(folder) / REPORT_STEM)
     return report
 
@@ -126,69 +164,278 @@ def _refuse_unless_passed(spec: ReleaseSpec, evaluation: Evaluation) -> None:
                                  evaluation.refusals)
 
 
-def _write_then_record(table: pd.DataFrame, target: Path,
-                       record: Callable[[], tuple[RecordOutcome, dict[str, Any]]]) -> tuple[RecordOutcome, dict[str, Any]]:
-    """Steps 2–5 of the protocol (see the module docstring)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    aside = target.with_name(f".{target.stem}.pending{target.suffix}")  # same format, hidden
-    write_table_atomic(table, aside, mode=0o644)
+def recorded_population(spec: ReleaseSpec) -> str | None:
+    """The population a publication of ``spec`` is recorded under (composition, else the ε budget's)."""
+    if spec.composition is not None:
+        return spec.composition.population
+    if spec.publication.mode == "aggregates":
+        from .dp import budget_population
+
+        return budget_population(spec)
+    return None
+
+
+def refuse_population_change(spec: ReleaseSpec, ledger: Ledger) -> None:
+    """Refuse a release whose earlier publications in the ledger belong to another population
+    than the one this spec records (``composition:`` removed or renamed): it would be published
+    without being composed with them."""
+    earlier = ledger.populations(spec.release)
+    mine = recorded_population(spec)
+    others = sorted(earlier - {mine})
+    if others:
+        now = "declares no composition" if mine is None else f"records population {mine!r}"
+        message = (f"{spec.label}: release {spec.release!r} has publications of population {others[0]!r} in the "
+                   f"ledger, but the spec {now}: it would be published without being composed with them; "
+                   f"restore composition.population: {others[0]} (nothing written)")
+        raise PublicationRefused(message, [message])
+
+
+def table_bytes(table: pd.DataFrame, name: str) -> bytes:
+    """``table`` as the bytes of a csv or parquet file (format by the name's suffix)."""
+    if table_format(name) == "parquet":
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    return table.to_csv(index=False).encode("utf-8")
+
+
+def _target(spec: ReleaseSpec, partition: str | None, ledger: Ledger, keystore: Any,
+            storage: Sequence[str | Path]) -> Target:
     try:
-        outcome, report = record()
-        os.replace(aside, target)
-    except BaseException:
-        aside.unlink(missing_ok=True)
-        raise
-    write_report_files(report, report_base(target), mode=0o644)
-    return outcome, report
+        return check_target(spec, partition, storage=storage, keystore=keystore, ledger_path=ledger.path)
+    except TargetRefused as exc:
+        raise PublicationRefused(str(exc), [str(exc)]) from None
 
 
-def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame, ledger: Ledger) -> Published:
+def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame, ledger: Ledger, *,
+            keystore: Any = None, storage: Sequence[str | Path] = ()) -> Published:
     """Publish the rows of a passing evaluation (see the module docstring); PublicationRefused otherwise.
 
     ``anonymized`` is the table the evaluation judged; its published columns are written.
+    ``keystore`` and ``storage`` (the IO manager's folders) are kept clear of the target, with
+    the release's inputs.
     """
     _refuse_unless_passed(spec, evaluation)
+    target = _target(spec, evaluation.partition, ledger, keystore, storage)
+    refuse_population_change(spec, ledger)
     out = gate.publishable_view(anonymized)[list(spec.published_columns)]
-    target = publication_target(spec, evaluation.partition)
-    report_path = report_base(target).with_suffix(".report.md")
-    inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target), report_path=str(report_path))
-    report = build_report(inputs)
+    inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
+                                      report_path=str(target.report_path()))
+    report = build_report(_stored(inputs))
     if not report["verdict"]["publishable"]:  # the report judges the same checks: a second opinion
         raise PublicationRefused(f"{spec.release} {evaluation.partition or ''}: the report's verdict is "
                                  f"{report['verdict']['verdict']!r}: nothing written", [report["verdict"]["verdict"]])
-    outcome, _ = _write_then_record(out, target, lambda: record_evaluation(
-        ledger, spec, inputs, assignment=evaluation.assignment, rows=len(out), report_path=str(report_path)))
-    return Published(target, len(out), list(out.columns), inputs["data_hash"], outcome.publication_id,
-                     outcome.action, report_path)
+    outcome = _place(ledger, spec.release, evaluation.partition, target, table_bytes(out, target.name), inputs,
+                     lambda file_hash: record_evaluation(
+                         ledger, spec, inputs, assignment=evaluation.assignment, rows=len(out),
+                         report_path=str(target.report_path()), pending=_placement(target, file_hash))[0])
+    return Published(target.path, len(out), list(out.columns), inputs["data_hash"], outcome.publication_id,
+                     outcome.action, target.report_path())
 
 
 def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized: pd.DataFrame,
-                       ledger: Ledger) -> tuple[Published, dict[str, Any]]:
+                       ledger: Ledger, *, keystore: Any = None,
+                       storage: Sequence[str | Path] = ()) -> tuple[Published, dict[str, Any]]:
     """Publish the noisy aggregates of a passing ``publication.mode: aggregates`` evaluation.
 
     The budget was checked by the evaluation; the noise is drawn once, here, and the budget is
-    spent with the ledger entry in one transaction (refused again if another release spent it
-    meanwhile). Returns the publication and the aggregates' expected errors.
+    spent with the pending ledger entry in one transaction (refused again if another release
+    spent it meanwhile). Returns the publication and the aggregates' expected errors.
     """
     from .dp import epsilon_spend
     from .publish import dp_release
 
     _refuse_unless_passed(spec, evaluation)
+    target = _target(spec, evaluation.partition, ledger, keystore, storage)
+    refuse_population_change(spec, ledger)
     aggregates, dp_info = dp_release(spec, gate.publishable_view(pseudonymized), ledger)
-    target = publication_target(spec, evaluation.partition)
-    report_path = report_base(target).with_suffix(".report.md")
-    inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target), report_path=str(report_path),
-                                      dp=dp_info, data_hash=dataset_hash(aggregates.table))
-    outcome, _ = _write_then_record(aggregates.table, target, lambda: record_evaluation(
-        ledger, spec, inputs, rows=len(aggregates.table), report_path=str(report_path),
-        epsilon_spend=epsilon_spend(spec)))
-    published = Published(target, len(aggregates.table), list(aggregates.table.columns), inputs["data_hash"],
-                          outcome.publication_id, outcome.action, report_path)
+    inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
+                                      report_path=str(target.report_path()), dp=dp_info,
+                                      data_hash=dataset_hash(aggregates.table))
+    outcome = _place(ledger, spec.release, evaluation.partition, target,
+                     table_bytes(aggregates.table, target.name), inputs,
+                     lambda file_hash: record_evaluation(
+                         ledger, spec, inputs, rows=len(aggregates.table), report_path=str(target.report_path()),
+                         epsilon_spend=epsilon_spend(spec), pending=_placement(target, file_hash))[0])
+    published = Published(target.path, len(aggregates.table), list(aggregates.table.columns), inputs["data_hash"],
+                          outcome.publication_id, outcome.action, target.report_path())
     return published, plain_json(aggregates.measures)
 
 
+def _stored(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The inputs as the ledger gives them back (a JSON round trip), so the staged report is
+    byte for byte the one rebuilt from the ledger."""
+    return json.loads(json.dumps(inputs))
+
+
+def _placement(target: Target, file_hash: str) -> dict[str, str]:
+    return {"published_path": str(target.path), "published_root": str(target.root), "file_hash": file_hash}
+
+
+def _report_bytes(entry: Publication | None) -> dict[str, bytes] | None:
+    """The report files of a ledger entry, rebuilt from the inputs stored with it."""
+    if entry is None or entry.report_inputs is None:
+        return None
+    report = build_report(entry.report_inputs)
+    return {fmt: render(report, fmt).encode() for fmt in REPORT_FORMATS}
+
+
+def _place(ledger: Ledger, release: str, partition: str | None, target: Target, data: bytes,
+           inputs: dict[str, Any], record: Callable[[str], RecordOutcome]) -> RecordOutcome:
+    """Steps 2–6 of the protocol (see the module docstring)."""
+    reconcile_pending(ledger, release, skip=target)
+    report = build_report(_stored(inputs))
+    reports = {fmt: render(report, fmt).encode() for fmt in REPORT_FORMATS}
+    file_hash = hashlib.sha256(data).hexdigest()
+    with portal.open_folder(target.root, target.parts, create=True) as folder:
+        assert folder is not None  # created
+        with portal.lock(folder, target.name):
+            for name in (target.name, *(target.report_name(f) for f in REPORT_FORMATS)):
+                portal.check_regular(folder, name)
+            _reconcile_target(ledger, release, partition, target, folder)
+            current = ledger.current(release, partition)
+            if (current is not None and current.data_hash == inputs["data_hash"]
+                    and current.file_hash is not None and portal.file_hash(folder, target.name) == current.file_hash):
+                _agree_reports(folder, target, current, None)  # same data in place: only the reports are made sure of
+                return RecordOutcome("unchanged", current.id)
+            staged: dict[str, str] = {}
+            try:
+                staged["data"] = portal.stage(folder, target.name, "data", data)
+                for fmt in REPORT_FORMATS:
+                    staged[fmt] = portal.stage(folder, target.name, fmt, reports[fmt])
+                portal.sync(folder)
+                _step("staged")
+                pending = record(file_hash)
+            except BaseException:
+                for name in staged.values():
+                    portal.remove(folder, name)
+                raise
+            _step("pending")
+            return _swap(ledger, folder, target, pending.publication_id, staged)
+
+
+def _swap(ledger: Ledger, folder: portal.Folder, target: Target, entry: int, staged: dict[str, str]) -> RecordOutcome:
+    """Steps 5–6: the staged files renamed into place, the entry marked published; on any
+    failure the replaced files are put back and the entry abandoned."""
+    finals = {"data": target.name, **{fmt: target.report_name(fmt) for fmt in REPORT_FORMATS}}
+    kept: dict[str, str | None] = {}
+    placed: list[str] = []
+    try:
+        for part, final in finals.items():
+            name = f".{target.name}.{entry}.{part}.bak"
+            kept[part] = name if portal.backup(folder, final, name) else None
+        portal.sync(folder)
+        _step("kept")
+        for part in finals:  # the data first: once it is in place the entry rolls forward
+            portal.place(folder, staged[part], finals[part])
+            placed.append(part)
+            _step("data-placed" if part == "data" else f"report-placed:{part}")
+        portal.sync(folder)
+        outcome = ledger.mark_published(entry)
+    except BaseException:
+        for part in reversed(placed):  # the data last: until then the entry would roll forward
+            portal.restore(folder, kept.get(part), finals[part])
+        for name in (*staged.values(), *(k for k in kept.values() if k)):
+            portal.remove(folder, name)
+        portal.sync(folder)
+        try:
+            ledger.abandon(entry)
+        except Exception:  # noqa: BLE001 - still pending: the next publication reconciles it with the folder
+            pass
+        raise
+    _step("published")
+    for name in kept.values():
+        if name:
+            portal.remove(folder, name)
+    portal.sync(folder)
+    _step("cleaned")
+    return outcome
+
+
+# ----- reconciling -----------------------------------------------------------------------------
+
+
+@dataclass
+class Reconciled:
+    """What reconciling did to one pending entry: ``published`` (rolled forward),
+    ``abandoned`` (rolled back) or ``busy`` (its publisher is still at work: left pending)."""
+
+    entry: int
+    release: str
+    partition: str
+    action: str
+
+
+def reconcile_pending(ledger: Ledger, release: str | None = None, *, skip: Target | None = None) -> list[Reconciled]:
+    """Reconcile every pending entry (of ``release``) with its folder (see the module docstring).
+
+    Each target is reconciled under its lock, taken without waiting: a target whose lock is held
+    has a live publisher, and its entry is left pending (``busy``). ``skip``: a target the caller
+    reconciles itself, under its own lock.
+    """
+    done: list[Reconciled] = []
+    for entry in ledger.pending(release):
+        if entry.published_path is None or entry.published_root is None:
+            ledger.abandon(entry.id)  # nothing was to be placed
+            done.append(Reconciled(entry.id, entry.release, entry.partition, "abandoned"))
+            continue
+        target = Target.of_entry(entry.published_root, entry.published_path)
+        if skip is not None and target == skip:
+            continue
+        with portal.open_folder(target.root, target.parts, create=False) as folder:
+            if folder is None:  # the folder was never made: nothing of the entry is in place
+                ledger.abandon(entry.id)
+                done.append(Reconciled(entry.id, entry.release, entry.partition, "abandoned"))
+                continue
+            with portal.lock(folder, target.name, wait=False) as held:
+                if not held:
+                    done.append(Reconciled(entry.id, entry.release, entry.partition, "busy"))
+                    continue
+                done += _reconcile_target(ledger, entry.release, entry.partition, target, folder)
+    return done
+
+
+def _reconcile_target(ledger: Ledger, release: str, partition: str | None, target: Target,
+                      folder: portal.Folder) -> list[Reconciled]:
+    """Reconcile the pending entries of one target, its lock held (see the module docstring)."""
+    done = []
+    pending = [e for e in ledger.pending(release) if e.partition == (partition or "")
+               and e.published_path == str(target.path)]
+    in_place = portal.file_hash(folder, target.name)
+    winner = next((e for e in reversed(pending) if e.file_hash is not None and e.file_hash == in_place), None)
+    for entry in pending:
+        if entry is winner:
+            _agree_reports(folder, target, entry, None)
+            ledger.mark_published(entry.id)
+            done.append(Reconciled(entry.id, release, entry.partition, "published"))
+        else:
+            _agree_reports(folder, target, ledger.current(release, partition), entry)
+            ledger.abandon(entry.id)
+            done.append(Reconciled(entry.id, release, entry.partition, "abandoned"))
+    portal.clean(folder, target.name)
+    return done
+
+
+def _agree_reports(folder: portal.Folder, target: Target, entry: Publication | None,
+                   withdrawn: Publication | None) -> None:
+    """Make the reports beside ``target`` those of ``entry`` (rebuilt from the ledger). With no
+    entry to show, a report of ``withdrawn`` (an abandoned entry) is removed; other files are left."""
+    wanted = _report_bytes(entry)
+    if wanted is None and entry is not None:
+        return  # an entry recorded without report inputs: its reports cannot be rebuilt, left as they are
+    gone = _report_bytes(withdrawn) if wanted is None else None
+    for fmt in REPORT_FORMATS:
+        name = target.report_name(fmt)
+        have = portal.read_bytes(folder, name)
+        if wanted is not None and have != wanted[fmt]:
+            portal.write_in_place(folder, target.name, name, wanted[fmt])
+        elif wanted is None and gone is not None and have == gone[fmt]:
+            portal.remove(folder, name)
+    portal.sync(folder)
+
+
 __all__ = [
-    "PublicationRefused", "Published", "evaluation_report_inputs", "publication_target", "publish",
-    "publish_aggregates", "record_refusal", "report_base", "write_evaluation_report", "write_record",
-    "write_report_files",
+    "PublicationRefused", "Published", "Reconciled", "evaluation_report_inputs", "publication_target", "publish",
+    "publish_aggregates", "reconcile_pending", "record_refusal", "recorded_population", "refuse_population_change",
+    "report_base", "table_bytes", "write_evaluation_report", "write_record", "write_report_files",
 ]

@@ -87,14 +87,17 @@ def record_evaluation(
     rows: int | None = None,
     report_path: str | None = None,
     epsilon_spend: tuple[float, float, str, float | None] | None = None,
+    pending: Mapping[str, str] | None = None,
 ) -> tuple[RecordOutcome, dict[str, Any]]:
     """Build the report from ``inputs`` and record the evaluation in the ledger.
 
     A publishable report is recorded as a publication (it counts for later compositions and,
     for a DP release, spends ``epsilon_spend``); a report that is not publishable is recorded
-    as a failed evaluation, kept for its report only. ``qis`` defaults to the anonymization
-    record's ``levels`` (global recoding) or the list of QIs. Returns the ledger outcome and
-    the report.
+    as a failed evaluation, kept for its report only. With ``pending`` (``published_path``,
+    ``published_root``, ``file_hash`` of the staged file) a publishable report is recorded as
+    a pending entry, marked published once its files are in place
+    (:mod:`anon_dagster.release.publication`). ``qis`` defaults to the anonymization record's
+    ``levels`` (global recoding) or the list of QIs. Returns the ledger outcome and the report.
     """
     report = build_report(inputs)
     publishable = report["verdict"]["publishable"]
@@ -109,11 +112,12 @@ def record_evaluation(
         release=spec.release, partition=inputs.get("partition") or "", population=population,
         spec_hash=inputs["spec_hash"], data_hash=inputs["data_hash"], qis=dict(qis),
         k=k if k is not None else metrics.get("k"), rows=rows if rows is not None else metrics.get("rows"),
-        status="published" if publishable else "failed",
+        status=("pending" if pending is not None else "published") if publishable else "failed",
         assignment=assignment if publishable else None,
         published_at=inputs["evaluated_at"], report_path=report_path or inputs.get("report_path"),
         report_json=render_json(report), report_inputs=dict(inputs),
         epsilon_spend=epsilon_spend if publishable else None,
+        **(dict(pending) if pending is not None and publishable else {}),
     )
     return outcome, report
 

@@ -19,6 +19,7 @@ from dagster import AssetKey, DagsterInstance
 from anon_dagster.dagster import AnonReleaseComponent
 from anon_dagster.errors import SpecError
 from tests.support.keys import MASTER_KEY
+from tests.support.ledgers import env_ledger
 from tests.support.releases import check_evaluations, load, materialized, run, write_release
 
 
@@ -48,9 +49,7 @@ def test_unreachable_k_blocks_publication_in_the_run_and_in_a_later_run(env):
     # the refused release keeps its report, and the ledger remembers the failed evaluation
     report = json.loads((env / "reports" / "tiny" / "2023" / "risk_report.json").read_text())
     assert report["verdict"]["publishable"] is False
-    from anon_dagster.release import Ledger
-
-    entry = Ledger(env / "state" / "ledger.sqlite").latest("tiny", "2023")
+    entry = env_ledger(env / "state" / "ledger.sqlite").latest("tiny", "2023")
     assert entry is not None and entry.status == "failed"
 
     # a later run selecting only the publication re-verifies the gate and refuses
@@ -88,9 +87,7 @@ def test_reachable_thresholds_publish_exactly_the_allowed_columns(env):
     report = json.loads((env / "published" / "tiny" / "2023.report.json").read_text())
     assert report["verdict"]["publishable"] is True
     assert (env / "published" / "tiny" / "2023.report.html").exists()
-    from anon_dagster.release import Ledger
-
-    entry = Ledger(env / "state" / "ledger.sqlite").latest("tiny", "2023")
+    entry = env_ledger(env / "state" / "ledger.sqlite").latest("tiny", "2023")
     assert entry.status == "published" and entry.rows == len(published)
     assert not list(publication.parent.glob(".*pending*"))
 

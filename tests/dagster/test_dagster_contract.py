@@ -3,8 +3,9 @@
 The root ``definitions.py`` is loaded as ``dagster`` would load it; group = release name, asset
 keys ``<release>/raw|pseudonymized|anonymized|published``, one blocking check per declared
 threshold plus the data contract; a release that cannot meet its k never publishes, in the run
-or in a later run that selects only the publication. Neither release pseudonymizes a column, so
-no key store is configured at all.
+or in a later run that selects only the publication. Neither release pseudonymizes a column; the
+keys from the environment are there for the ledger alone (its entries are MACed), which is
+created first, as ``anon-dagster ledger init`` does.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dagster import AssetKey, DagsterInstance
 
 from anon_dagster import measure_risk
 from anon_dagster.cli import main
+from tests.support.ledgers import env_ledger
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = ("raw", "pseudonymized", "anonymized", "published")
@@ -79,7 +81,7 @@ def write_data(root: Path) -> None:
 
 
 @pytest.fixture
-def config(tmp_path, monkeypatch):
+def config(tmp_path, monkeypatch, master_key):
     write_data(tmp_path)
     cfg = tmp_path / "cfg"
     cfg.mkdir()
@@ -89,6 +91,7 @@ def config(tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "home" / "ledger.sqlite"))
     (tmp_path / "home").mkdir()
+    env_ledger(tmp_path / "home" / "ledger.sqlite", create=True)
     return tmp_path
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anon_dagster.release.composition import check_composition, class_assignment
-from anon_dagster.release.ledger import Ledger
+from tests.support.ledgers import env_ledger, new_ledger
 
 KEY = b"linkage-key-for-tests-0123456789"
 
@@ -64,7 +64,7 @@ def test_two_five_anonymous_releases_fail_composition(tmp_path):
     for release, qis in ((r1, q1), (r2, q2)):
         assert release.groupby(qis).size().min() >= 5  # each is 5-anonymous alone
         assert len(release) > 0.9 * len(pop)
-    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger = new_ledger(tmp_path / "ledger.sqlite")
     _record(ledger, "by_province", r1, q1)
 
     new = class_assignment(r2[q2], q2, r2["patient_id"], linkage_key=KEY)
@@ -94,7 +94,7 @@ def test_other_populations_and_the_same_partition_are_not_composed(tmp_path):
     pop = _population(200)
     q = ["age", "sex"]
     r = _five_anonymous(pop, q)
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     # the same people under another population name, with QIs that would single them out
     _record(ledger, "other", pop.assign(age=pop["age"].astype(str)), ["age", "sex", "profession"],
             population="employees")
@@ -109,7 +109,7 @@ def test_other_populations_and_the_same_partition_are_not_composed(tmp_path):
 def test_absent_persons_are_compared_with_the_new_release_alone(tmp_path):
     # new release: one class {a, b, c}; old release holds only a and b, in different classes
     new = class_assignment(pd.DataFrame({"x": ["1", "1", "1"]}), ["x"], ["a", "b", "c"])
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     old = class_assignment(pd.DataFrame({"y": ["u", "v"]}), ["y"], ["a", "b"])
     ledger.record(release="old", partition="", population="p", spec_hash="s", data_hash="h",
                   qis={"y": 0}, k=1, assignment=old)
@@ -123,7 +123,7 @@ def test_absent_persons_are_compared_with_the_new_release_alone(tmp_path):
 
 
 def test_sequential_release_reveals_who_joined(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     v1 = class_assignment(pd.DataFrame({"g": ["A"] * 5 + ["B"] * 5}), ["g"], [f"p{i}" for i in range(10)])
     ledger.record(release="monthly", partition="2024-01", population="p", spec_hash="s", data_hash="1",
                   qis={"g": 0}, k=5, assignment=v1)
@@ -137,7 +137,7 @@ def test_sequential_release_reveals_who_joined(tmp_path):
 
 
 def test_no_earlier_publication_gives_the_class_size_alone(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     # person p0 has two rows in two classes: both count as places they can be found
     a = class_assignment(pd.DataFrame({"g": ["A", "A", "B", "B", "B"]}), ["g"], ["p0", "p1", "p0", "p2", "p3"])
     result = check_composition(a, ledger, population="p", release="r", partition="", min_k=2)
@@ -161,7 +161,7 @@ def _releases(draw):
 @given(_releases())
 def test_vectorized_effective_k_matches_brute_force(tmp_path_factory, releases):
     new, old = releases
-    ledger = Ledger(tmp_path_factory.mktemp("l") / "l.sqlite")
+    ledger = new_ledger(tmp_path_factory.mktemp("l") / "l.sqlite")
     if len(old):
         ledger.record(release="old", partition="", population="p", spec_hash="s", data_hash="h",
                       qis={"b": 0}, k=1, assignment=class_assignment(old[["b"]], ["b"], old["patient_id"]))
@@ -203,11 +203,12 @@ def test_compose_cli_gates_ci(tmp_path, monkeypatch, capsys):
     from anon_dagster.pseudonymize import open_keystore
 
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(b"m" * 32).decode())
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_STATE", str(tmp_path / "keystate"))
     key = open_keystore().derive_key("ledger-linkage")
     pop = _population()
     q1, q2 = ["age", "sex", "province"], ["age", "sex", "profession"]
     r1, r2 = _five_anonymous(pop, q1), _five_anonymous(pop, q2)
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = env_ledger(tmp_path / "l.sqlite", create=True)  # the CLI opens it with the same key store
     # the first release was published through the pipeline with the same linkage key
     ledger.record(release="by_province", partition="", population="patients", spec_hash="s", data_hash="h",
                   qis={}, k=5, assignment=class_assignment(r1[q1], q1, r1["patient_id"], linkage_key=key))
@@ -248,9 +249,10 @@ def test_must_show_with_the_anonymizer(tmp_path, monkeypatch, capsys):
     from anon_dagster.spec import load_spec
 
     monkeypatch.setenv("ANON_DAGSTER_MASTER_KEY", base64.b64encode(b"n" * 32).decode())
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_STATE", str(tmp_path / "keystate"))
     pop = _population(1500, seed=11)
     q1, q2 = ["age", "sex", "province"], ["age", "sex", "profession"]
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = env_ledger(tmp_path / "l.sqlite", create=True)
     specs = {}
     for name, qis in (("by_province", q1), ("by_profession", q2)):
         path = _write_spec(tmp_path, name, qis)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from anon_dagster.release import Ledger, check_composition, class_assignment
+from anon_dagster.release import check_composition, class_assignment
+from tests.support.ledgers import new_ledger
 
 PERSONS = [f"P{i}" for i in range(12)]
 
@@ -41,7 +42,7 @@ def publish(ledger, release, partition, qi, labels, persons=PERSONS, data_hash=N
 
 @pytest.fixture
 def ledger(tmp_path):
-    return Ledger(tmp_path / "ledger.sqlite")
+    return new_ledger(tmp_path / "ledger.sqlite")
 
 
 def test_third_release_composed_with_two_earlier_ones(ledger):

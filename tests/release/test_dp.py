@@ -27,8 +27,9 @@ from anon_dagster.release.dp import (
     epsilon_spend,
     exact_fraction,
 )
-from anon_dagster.release.ledger import BudgetExceeded, Ledger
+from anon_dagster.release.ledger import BudgetExceeded
 from anon_dagster.spec import spec_from_dict
+from tests.support.ledgers import new_ledger
 
 
 def _chi_square_pvalue(samples: np.ndarray, scale: Fraction) -> float:
@@ -163,7 +164,7 @@ def test_a_dp_release_series_stops_at_the_budget(tmp_path):
     spec = _spec(group_by=["province"])
     assert epsilon_spend(spec) == (0.3, 1.0, "basic", None)
     assert budget_population(spec) == "patients"
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     published = []
     for year in ("2021", "2022", "2023", "2024", "2025"):
         try:
@@ -182,7 +183,7 @@ def test_a_dp_release_series_stops_at_the_budget(tmp_path):
     assert again.action == "unchanged" and ledger.counts()["epsilon_spend"] == 3
     # advanced composition with many small releases goes further than basic
     small = [0.01] * 400
-    ledger2 = Ledger(tmp_path / "l2.sqlite")
+    ledger2 = new_ledger(tmp_path / "l2.sqlite")
     n_basic = n_adv = 0
     for i, e in enumerate(small):
         try:
@@ -203,7 +204,7 @@ def test_dp_release_end_to_end_report_and_refusal(tmp_path):
     rng = np.random.default_rng(5)
     df = pd.DataFrame({"patient_id": [f"p{i}" for i in range(300)], "province": rng.choice(["A", "B"], 300),
                        "sex": "F", "length_of_stay": rng.integers(0, 9, 300)})
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     verdicts = []
     for year in ("2021", "2022", "2023", "2024"):
         try:

@@ -27,6 +27,7 @@ from anon_dagster.release.ledger import (
     default_ledger_path,
     linkage_pseudonyms,
 )
+from tests.support.ledgers import new_ledger, open_test_ledger
 
 KEY = b"k" * 32
 
@@ -45,7 +46,7 @@ def _record(ledger: Ledger, data_hash: str, partition: str = "2024", status: str
 
 
 def test_schema_is_versioned_and_in_wal_mode(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     assert ledger.schema_version == SCHEMA_VERSION
     conn = sqlite3.connect(ledger.path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -53,14 +54,14 @@ def test_schema_is_versioned_and_in_wal_mode(tmp_path):
     conn.commit()
     conn.close()
     with pytest.raises(LedgerError, match="schema version 99"):
-        Ledger(tmp_path / "l.sqlite")
+        open_test_ledger(tmp_path / "l.sqlite")
 
 
 def test_not_a_database_is_a_user_error(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(LedgerError, match="bad.sqlite"):
-        Ledger(bad)
+        open_test_ledger(bad)
 
 
 def test_default_path_follows_env(monkeypatch, tmp_path):
@@ -75,7 +76,7 @@ def test_default_path_follows_env(monkeypatch, tmp_path):
 
 
 def test_same_data_hash_is_idempotent_and_new_hash_supersedes(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     a = _assignment(20, 3)
     first = _record(ledger, "h1", assignment=a)
     assert first.action == "inserted"
@@ -97,7 +98,7 @@ def test_same_data_hash_is_idempotent_and_new_hash_supersedes(tmp_path):
 
 
 def test_failed_evaluations_are_kept_but_do_not_count(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     ok = _record(ledger, "h1")
     failed = _record(ledger, "h2", status="failed", report_json='{"verdict": "not publishable"}')
     assert failed.action == "inserted"
@@ -134,7 +135,7 @@ def test_dataset_hash_sees_values_and_columns():
 
 
 def _publisher(path: str, worker: int, n: int) -> None:
-    ledger = Ledger(path)
+    ledger = open_test_ledger(path)
     for i in range(n):
         # every worker also republishes one shared partition with its own data
         ledger.record(release="r", partition="shared", population="patients", spec_hash="s",
@@ -145,7 +146,7 @@ def _publisher(path: str, worker: int, n: int) -> None:
 
 def test_concurrent_publishers_are_safe(tmp_path):
     path = str(tmp_path / "l.sqlite")
-    Ledger(path)
+    new_ledger(path)
     ctx = mp.get_context("spawn")
     workers, n = 3, 6
     procs = [ctx.Process(target=_publisher, args=(path, w, n)) for w in range(workers)]
@@ -154,7 +155,7 @@ def test_concurrent_publishers_are_safe(tmp_path):
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    ledger = Ledger(path)
+    ledger = open_test_ledger(path)
     counts = ledger.counts()
     assert counts["publications"] == 2 * workers * n
     assert counts["members"] == 30 * 2 * workers * n
@@ -174,6 +175,7 @@ _KILLED_CHILD = textwrap.dedent(
     import numpy as np, pandas as pd
     from anon_dagster.release.ledger import publications as L
     from anon_dagster.release.composition import class_assignment
+    from tests.support.ledgers import open_test_ledger
 
     def hook():
         print("inside", flush=True)
@@ -182,7 +184,7 @@ _KILLED_CHILD = textwrap.dedent(
     L._in_transaction_hook = hook
     df = pd.DataFrame({"age": np.arange(500) % 7})
     a = class_assignment(df, ["age"], [f"q{i}" for i in range(500)], linkage_key=b"k" * 32)
-    L.Ledger(sys.argv[1]).record(release="r", partition="2024", population="patients",
+    open_test_ledger(sys.argv[1]).record(release="r", partition="2024", population="patients",
         spec_hash="s", data_hash="h-new", qis={}, k=5, assignment=a,
         epsilon_spend=(0.5, 10.0, "basic", None))
     """
@@ -191,7 +193,7 @@ _KILLED_CHILD = textwrap.dedent(
 
 def test_publication_killed_midway_leaves_previous_intact(tmp_path):
     path = tmp_path / "l.sqlite"
-    ledger = Ledger(path)
+    ledger = new_ledger(path)
     before = _record(ledger, "h-old", assignment=_assignment(40, 4))
     counts = ledger.counts()
     child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(path)],
@@ -204,7 +206,7 @@ def test_publication_killed_midway_leaves_previous_intact(tmp_path):
     finally:
         child.wait(30)
     assert child.returncode == -signal.SIGKILL
-    ledger = Ledger(path)
+    ledger = open_test_ledger(path)
     assert ledger.counts() == counts
     current = ledger.entries(population="patients")
     assert [p.id for p in current] == [before.publication_id]
@@ -218,7 +220,7 @@ def test_publication_killed_midway_leaves_previous_intact(tmp_path):
 
 
 def test_basic_composition_refuses_the_release_past_the_budget(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger = new_ledger(tmp_path / "l.sqlite")
     spend = (0.4, 1.0, "basic", None)
     _record(ledger, "a", partition="1", epsilon_spend=spend)
     _record(ledger, "b", partition="2", epsilon_spend=spend)

@@ -26,11 +26,12 @@ from anon_dagster.io import read_table
 from anon_dagster.pseudonymize import KeyStore, pseudonymize_values
 from anon_dagster.pseudonymize.keystore import EnvKeyBackend
 from anon_dagster.pseudonymize.methods import PERSON_NORMALIZATION
-from anon_dagster.release import Ledger, pipeline
+from anon_dagster.release import pipeline
 from anon_dagster.release.ledger import linkage_pseudonyms
 from anon_dagster.release.publication import PublicationRefused, publish
 from anon_dagster.spec import NormalizeSpec, load_spec
 from tests.support.keys import MASTER_KEY
+from tests.support.ledgers import new_ledger
 from tests.support.linkage import composing_release, person_id, two_years
 
 FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
@@ -59,7 +60,7 @@ RESPELLINGS = [
 def two_year_gate(tmp_path, data, **release):
     """2023 published through the pipeline, then 2024 taken through the gate."""
     spec = load_spec(composing_release(tmp_path, data, **release))
-    keystore, ledger = KeyStore(EnvKeyBackend(MASTER_KEY)), Ledger(tmp_path / "ledger.sqlite")
+    keystore, ledger = KeyStore(EnvKeyBackend(MASTER_KEY)), new_ledger(tmp_path / "ledger.sqlite")
     first = pipeline.run_gate(spec, partition="2023", keystore=keystore, ledger=ledger)
     assert first.evaluation.passed, first.evaluation.refusals
     published = publish(spec, first.evaluation, first.anonymized.data, ledger)
@@ -112,7 +113,7 @@ def test_a_person_empty_after_normalization_is_refused_not_skipped(tmp_path):
     spec = load_spec(composing_release(tmp_path, data))
     with pytest.raises(DataError, match="1 values missing or empty after normalization") as exc:
         pipeline.run_gate(spec, partition="2024", keystore=KeyStore(EnvKeyBackend(MASTER_KEY)),
-                          ledger=Ledger(tmp_path / "ledger.sqlite"))
+                          ledger=new_ledger(tmp_path / "ledger.sqlite"))
     assert "PID" not in str(exc.value)
 
 

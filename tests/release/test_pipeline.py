@@ -13,10 +13,11 @@ import pytest
 from dagster import DagsterInstance
 
 from anon_dagster.pseudonymize import open_keystore
-from anon_dagster.release import Ledger, pipeline
+from anon_dagster.release import pipeline
 from anon_dagster.release.publication import PublicationRefused, publish
 from anon_dagster.risk.classes import counting_class_builds
 from anon_dagster.spec import load_spec
+from tests.support.ledgers import new_ledger
 from tests.support.releases import load, run, write_release
 
 THRESHOLDS = {"k": 2, "l_distinct": 2, "t_closeness": 0.9, "prosecutor_avg": 0.6}
@@ -40,7 +41,7 @@ def test_one_class_build_per_table_per_step(steps, tmp_path, method):
         anonymized = pipeline.anonymize(spec, pseudo.data)
     with counting_class_builds() as gate:
         evaluation = pipeline.evaluate(spec, anonymized.data, record=anonymized.record, original=pseudo.data,
-                                       raw=ingested.data, ledger=Ledger(tmp_path / "ledger.sqlite"), partition="2023")
+                                       raw=ingested.data, ledger=new_ledger(tmp_path / "ledger.sqlite"), partition="2023")
     assert search.count == 1
     assert gate.count == 1
     # every figure of the evaluation was there, from that one build
@@ -68,19 +69,19 @@ def test_a_check_that_cannot_be_computed_fails_and_says_why(steps, tmp_path):
     # the linkage pseudonyms are gone: the composition cannot be checked, so it fails
     stripped = anonymized.data.drop(columns=["__anon_linkage"])
     evaluation = pipeline.evaluate(spec, stripped, record=anonymized.record, original=pseudo.data,
-                                   raw=ingested.data, ledger=Ledger(tmp_path / "ledger.sqlite"), partition="2023")
+                                   raw=ingested.data, ledger=new_ledger(tmp_path / "ledger.sqlite"), partition="2023")
     composition = evaluation.check("composition")
     assert composition is not None and not composition.passed and "could not be checked" in composition.summary
     assert evaluation.verdict == "fail"
     with pytest.raises(PublicationRefused, match="composition"):
-        publish(spec, evaluation, stripped, Ledger(tmp_path / "ledger.sqlite"))
+        publish(spec, evaluation, stripped, new_ledger(tmp_path / "ledger.sqlite"))
     assert not list((tmp_path / "published").glob("**/*.parquet"))
 
 
 def test_the_evaluation_id_changes_with_the_data(steps, tmp_path):
     spec, ingested, pseudo = steps("global")
     anonymized = pipeline.anonymize(spec, pseudo.data)
-    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger = new_ledger(tmp_path / "ledger.sqlite")
 
     def evaluate(table: pd.DataFrame):
         return pipeline.evaluate(spec, table, record=anonymized.record, original=pseudo.data, raw=ingested.data,

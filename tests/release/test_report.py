@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from anon_dagster.cli import main
 from anon_dagster.criteria import REGISTRY, RecursiveCL
 from anon_dagster.demo.generate import generate_frames
-from anon_dagster.release.ledger import Ledger, dataset_hash
+from anon_dagster.release.ledger import dataset_hash
 from anon_dagster.release.publish import compose, record_evaluation, spec_assignment
 from anon_dagster.release.report import (
     build_report,
@@ -31,6 +31,7 @@ from anon_dagster.release.report import (
     threshold_checks,
 )
 from anon_dagster.spec import load_spec
+from tests.support.ledgers import env_ledger, new_ledger
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SPEC = REPO / "assets_config" / "hospital_discharges.yaml"
@@ -88,9 +89,9 @@ def _inputs(spec, raw, published, suppressed, ledger, **overrides):
     return report_inputs(spec, **kwargs), assignment
 
 
-def test_demo_report_has_four_sections_and_rebuilds_byte_identically(demo, tmp_path):
+def test_demo_report_has_four_sections_and_rebuilds_byte_identically(demo, tmp_path, master_key):
     spec, raw, published, suppressed = demo
-    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger = env_ledger(tmp_path / "ledger.sqlite", create=True)  # `report` opens it with the environment's keys
     inputs, assignment = _inputs(spec, raw, published, suppressed, ledger)
     outcome, report = record_evaluation(ledger, spec, inputs, assignment=assignment)
     assert outcome.action == "inserted"
@@ -143,9 +144,9 @@ def test_demo_report_has_four_sections_and_rebuilds_byte_identically(demo, tmp_p
     assert not any(p in text for p in raw["patient_id"].head(50))
 
 
-def test_failed_release_gets_a_report_and_does_not_count(demo, tmp_path):
+def test_failed_release_gets_a_report_and_does_not_count(demo, tmp_path, master_key):
     spec, raw, published, suppressed = demo
-    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger = env_ledger(tmp_path / "ledger.sqlite", create=True)
     inputs, assignment = _inputs(spec, raw, published, suppressed, ledger,
                                  measures={"rows": 10, "classes": 10, "k": 1, "prosecutor_max": 1.0,
                                            "prosecutor_avg": 1.0, "l_distinct": 1})
@@ -163,7 +164,8 @@ def test_failed_release_gets_a_report_and_does_not_count(demo, tmp_path):
     assert "not publishable" in md.read_text()
 
 
-def test_report_cli_errors_are_user_errors(tmp_path, capsys):
+def test_report_cli_errors_are_user_errors(tmp_path, capsys, master_key):
+    env_ledger(tmp_path / "l.sqlite", create=True)
     code = main(["report", str(DEMO_SPEC), "--partition", "1999", "--ledger", str(tmp_path / "l.sqlite")])
     assert code == 2
     assert "no ledger entry for hospital_discharges/1999" in capsys.readouterr().err
@@ -239,7 +241,7 @@ def test_html_report_renders_in_headless_chromium(demo, tmp_path):
     if browser is None:
         pytest.skip("chromium is not installed (make browser installs Debian's package)")
     spec, raw, published, suppressed = demo
-    inputs, _ = _inputs(spec, raw, published, suppressed, Ledger(tmp_path / "l.sqlite"))
+    inputs, _ = _inputs(spec, raw, published, suppressed, new_ledger(tmp_path / "l.sqlite"))
     page = render_html(build_report(inputs))
     assert "<script" not in page.lower()
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")

@@ -14,6 +14,9 @@ import yaml
 from dagster import AssetKey, Definitions, ExecuteInProcessResult
 
 from anon_dagster.dagster import AnonReleaseComponent
+from anon_dagster.errors import SecretError
+
+from .ledgers import env_ledger
 
 
 def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = None,
@@ -65,7 +68,13 @@ def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = No
 
 
 def load(tmp: Path, spec: Path) -> Definitions:
-    """The Dagster definitions of one spec, with storage and ledger under ``tmp/state``."""
+    """The Dagster definitions of one spec, with storage and ledger under ``tmp/state``; the
+    ledger is created first (keys from the environment), as ``anon-dagster ledger init`` does,
+    unless the environment's key store cannot be opened (then the run fails on it first)."""
+    try:
+        env_ledger(tmp / "state" / "ledger.sqlite", create=True)
+    except SecretError:
+        pass
     return AnonReleaseComponent(specs=[str(spec)], storage_dir=str(tmp / "state" / "storage"),
                                 ledger_path=str(tmp / "state" / "ledger.sqlite")).build_definitions(tmp)
 
