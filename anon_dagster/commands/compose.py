@@ -18,7 +18,7 @@ import json
 import pandas as pd
 
 from ..errors import DataError
-from ..io import read_table
+from ..partitions import read_spec_table
 from ..release import gate, pipeline, publication
 from ..release.ledger import open_ledger
 from ..spec import load_spec
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{spec.release}: no composition declared: nothing to check")
         return 0
     if args.anonymized:
-        df, path = (read_table(args.input), args.input) if args.input else (pipeline.ingest(spec, args.partition).data,
+        df, path = (read_spec_table(spec, args.input), args.input) if args.input else (pipeline.ingest(spec, args.partition).data,
                                                                             "the spec's source")
         person = spec.composition.person
         if person not in df.columns:

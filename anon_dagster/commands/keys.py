@@ -165,7 +165,7 @@ def _column_settings(args: argparse.Namespace, method: str) -> tuple[str, Normal
 
 
 def _read_column(args: argparse.Namespace):
-    table = read_table(args.input)
+    table = read_table(args.input, text_columns=[args.column])  # identifiers: exact text
     if args.column not in table.columns:
         raise DataError(f"{args.input}: no column {args.column!r}")
     return table

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--input needs --column (where the pseudonyms are) and --output")
     table = None
     if args.input:
-        table = read_table(args.input)
+        table = read_table(args.input, text_columns=[args.column])  # pseudonyms: exact text
         if args.column not in table.columns:
             raise DataError(f"{args.input}: no column {args.column!r}")
         pseudonyms = table[args.column].tolist()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..io import read_table
+from ..partitions import read_spec_table
 from ..release.targets import TargetRefused, publication_problems
 from ..spec import check_data, load_spec
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise TargetRefused(problems[0] + more)
     checked_data = ""
     if args.input:
-        df = read_table(args.input)
+        df = read_spec_table(spec, args.input)  # identifiers as exact text, as the release reads them
         check_data(spec, df, source=args.input)
         checked_data = f", data {args.input} ({len(df)} rows) conforms"
     print(
