@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, HierarchyError
-from ..hierarchies import Hierarchy, _as_label
+from ..hierarchies import TOP, Hierarchy, _as_label
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -95,12 +95,6 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
         labels0 = np.array([_as_label(v) for v in uniques], dtype=object)
         return CodedQI(name, codes, uniques, [np.arange(len(uniques), dtype=np.int64)], [labels0])
     table = hierarchy.table(uniques)
-    if check and len(uniques):
-        problems = hierarchy.check_coarsening(uniques)
-        if problems:
-            raise HierarchyError(
-                f"column {name!r}: the hierarchy does not coarsen monotonically: {problems[0]}"
-            )
     level_maps, labels = [], []
     for lvl in range(hierarchy.n_levels):
         if lvl == 0:
@@ -110,7 +104,27 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
         c, u = pd.factorize(table[:, lvl])
         level_maps.append(c.astype(np.int64))
         labels.append(np.asarray(u, dtype=object))
+    if check and len(uniques) and not _coarsens(table, level_maps):
+        # the hierarchy's own check names the first problem
+        problems = hierarchy.check_coarsening(uniques) or ["a level does not coarsen the one before"]
+        raise HierarchyError(
+            f"column {name!r}: the hierarchy does not coarsen monotonically: {problems[0]}"
+        )
     return CodedQI(name, codes, uniques, level_maps, labels, hierarchy)
+
+
+def _coarsens(table: np.ndarray, level_maps: Sequence[np.ndarray]) -> bool:
+    """Whether every label of each level maps to one label of the next and the top is ``*``
+    (:meth:`Hierarchy.check_coarsening`'s conditions, on the label codes: a few array passes)."""
+    if not (table[:, -1] == TOP).all():
+        return False
+    below = pd.factorize(table[:, 0])[0].astype(np.int64)  # level 0's labels, not its values
+    for codes in level_maps[1:]:
+        n_below = int(below.max()) + 1
+        if len(np.unique(below * (int(codes.max()) + 1) + codes)) != n_below:
+            return False
+        below = codes
+    return True
 
 
 def combine(columns: Sequence[np.ndarray], cardinalities: Sequence[int]) -> tuple[np.ndarray, int]:
