@@ -283,6 +283,14 @@ def _report_bytes(entry: Publication | None) -> dict[str, bytes] | None:
 def _place(ledger: Ledger, release: str, partition: str | None, target: Target, data: bytes,
            inputs: dict[str, Any], record: Callable[[str], RecordOutcome]) -> RecordOutcome:
     """Steps 2–6 of the protocol (see the module docstring)."""
+    try:
+        return _place_locked(ledger, release, partition, target, data, inputs, record)
+    except portal.PortalError as exc:  # a symlink or a non-file in the way: refused before any write
+        raise PublicationRefused(str(exc), [str(exc)]) from None
+
+
+def _place_locked(ledger: Ledger, release: str, partition: str | None, target: Target, data: bytes,
+                  inputs: dict[str, Any], record: Callable[[str], RecordOutcome]) -> RecordOutcome:
     reconcile_pending(ledger, release, skip=target)
     report = build_report(_stored(inputs))
     reports = {fmt: render(report, fmt).encode() for fmt in REPORT_FORMATS}
@@ -392,7 +400,22 @@ def reconcile_pending(ledger: Ledger, release: str | None = None, *, skip: Targe
                     done.append(Reconciled(entry.id, entry.release, entry.partition, "busy"))
                     continue
                 done += _reconcile_target(ledger, entry.release, entry.partition, target, folder)
+    _sweep(ledger, release, skip)
     return done
+
+
+def _sweep(ledger: Ledger, release: str | None, skip: Target | None) -> None:
+    """Remove what publishers that died left beside the current publications (staged and kept
+    files), each target under its lock, taken without waiting (a held lock: a live publisher)."""
+    targets = {Target.of_entry(e.published_root, e.published_path) for e in ledger.entries(release=release)
+               if e.status == "published" and e.published_root and e.published_path}
+    for target in targets - {skip}:
+        with portal.open_folder(target.root, target.parts, create=False) as folder:
+            if folder is None or not portal.leftovers(folder, target.name):
+                continue
+            with portal.lock(folder, target.name, wait=False) as held:
+                if held:
+                    portal.clean(folder, target.name)
 
 
 def _reconcile_target(ledger: Ledger, release: str, partition: str | None, target: Target,

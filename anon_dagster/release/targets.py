@@ -196,6 +196,11 @@ def _pattern(path: Path) -> re.Pattern[str]:
     return re.compile(re.escape(str(path)).replace(re.escape(_ANY_PARTITION), r"[^/]+") + r"\Z")
 
 
+def _symlink_problem(spec: ReleaseSpec, link: Path, target: Target) -> str:
+    return (f"{spec.label}: {link} is a symlink below the publication folder {target.root}: a publication never "
+            "writes through one")
+
+
 def publication_problems(spec: ReleaseSpec, *, storage: Iterable[str | Path] = (),
                          ledger_path: str | Path | None = None) -> list[str]:
     """Every problem of the spec's publication target, for all partitions at once: a protected
@@ -218,14 +223,22 @@ def publication_problems(spec: ReleaseSpec, *, storage: Iterable[str | Path] = (
             problems.append(f"{spec.label}: publication.path {shown} would be written onto or into "
                             f"{item.label} ({str(item.path).replace(_ANY_PARTITION, '{partition}')}): a "
                             "publication never overwrites what the release reads or keeps private")
+    finals = (target.name, *(target.report_name(f) for f in REPORT_FORMATS))
     here = target.root
-    for part in (*target.parts, target.name):
-        here = here / part
-        if _ANY_PARTITION in part:
+    for i, part in enumerate((*target.parts, target.name)):
+        last = i == len(target.parts)
+        if _ANY_PARTITION in part:  # every existing name the pattern stands for
+            patterns = [_pattern(Path(n)) for n in (finals if last else (part,))]
+            names = os.listdir(here) if here.is_dir() and not here.is_symlink() else []
+            link = next((here / n for n in sorted(names) if any(p.match(n) for p in patterns)
+                         and (here / n).is_symlink()), None)
+            if link is not None:
+                problems.append(_symlink_problem(spec, link, target))
             break
-        if here.is_symlink():
-            problems.append(f"{spec.label}: {here} is a symlink below the publication folder {target.root}: "
-                            "a publication never writes through one")
+        here = here / part
+        link = next((here.with_name(n) for n in (finals if last else (part,)) if here.with_name(n).is_symlink()), None)
+        if link is not None:
+            problems.append(_symlink_problem(spec, link, target))
             break
     return problems
 

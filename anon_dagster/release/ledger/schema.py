@@ -212,9 +212,6 @@ class LedgerDatabase:
         if version != str(SCHEMA_VERSION):
             raise LedgerError(f"{self.path}: ledger schema version {version} is not supported "
                               f"(this version reads {SCHEMA_VERSION})")
-        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise LedgerError(f"{self.path}: the ledger is not in WAL mode (got {mode}): it was not made by anon-dagster")
         self.ledger_id, self.key_version = meta.get("ledger_id", ""), int(meta.get("key_version", "0"))
         key = self.seal.key(self.key_version)
         state = verify_chain(conn, self.path, key, self.ledger_id)
@@ -234,6 +231,10 @@ class LedgerDatabase:
 
         if check_against_anchor(self.path, state, read_anchor(self.seal, self.path), mac_at):
             write_anchor(self.seal, self.path, Anchor(self.ledger_id, self.key_version, state.events, state.head))
+        # only once it is known sound: a copy restored from a backup (VACUUM INTO) is not in WAL mode
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            if str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower() != "wal":
+                raise LedgerError(f"{self.path}: cannot switch the ledger to WAL mode")  # pragma: no cover
         return state
 
     def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
