@@ -26,6 +26,7 @@ from anon_dagster.dagster import load_release_definitions
 from anon_dagster.dagster.runner import materialize_release, release_partitions
 from anon_dagster.demo.generate import generate
 from anon_dagster.spec import load_spec
+from tests.support.ledgers import env_ledger
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education"]
 EVERY_THRESHOLD = {
@@ -127,6 +128,7 @@ def run_both(capsys, root: Path, config: Path, monkeypatch) -> list[tuple[str, s
     monkeypatch.setenv("DAGSTER_HOME", str(root / "home"))
     (root / "home").mkdir(exist_ok=True)
     ledger = root / "ledger.sqlite"
+    env_ledger(ledger, create=True)  # as `anon-dagster ledger init` does
     defs = load_release_definitions(config, storage_dir=str(root / "storage"), ledger_path=str(ledger))
     instance = DagsterInstance.ephemeral()
     compared = []

@@ -28,6 +28,7 @@ import pytest
 from dagster import DagsterInstance
 
 from anon_dagster.cli import main
+from tests.support.ledgers import env_ledger
 
 REPO = Path(__file__).resolve().parents[2]
 MASTER = base64.b64encode(bytes(range(50, 82))).decode()
@@ -103,6 +104,7 @@ def config(tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ANON_DAGSTER_LEDGER", str(tmp_path / "home" / "ledger.sqlite"))
     (tmp_path / "home").mkdir()
+    env_ledger(tmp_path / "home" / "ledger.sqlite", create=True)  # as `anon-dagster ledger init` does
     return tmp_path, visits
 
 

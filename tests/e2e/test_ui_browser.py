@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.keys import MASTER_KEY
+from tests.support.ledgers import new_ledger
 from tests.support.releases import write_release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -145,7 +146,9 @@ def test_failing_check_and_its_metadata_are_shown_in_the_ui(tmp_path):
     env.update({
         "DAGSTER_HOME": str(home), "ANON_DAGSTER_CONFIG": str(spec.parent),
         "ANON_DAGSTER_LEDGER": str(tmp_path / "ledger.sqlite"), "ANON_DAGSTER_MASTER_KEY": MASTER_KEY,
+        "ANON_DAGSTER_KEYSTORE_STATE": str(tmp_path / "keystate"),
     })
+    new_ledger(tmp_path / "ledger.sqlite", tmp_path / "keystate")  # as `anon-dagster ledger init` does
     dagster = Path(sys.executable).parent / "dagster"
     log = open(tmp_path / "dagster-dev.log", "wb")
     server = subprocess.Popen(
