@@ -45,6 +45,7 @@ class CodedQI:
     labels: list[np.ndarray]
     hierarchy: Hierarchy | None = None
     _between: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _counts: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_levels(self) -> int:
@@ -73,8 +74,10 @@ class CodedQI:
         return self.codes if level == 0 else self.level_maps[level][self.codes]
 
     def value_counts(self) -> np.ndarray:
-        """Rows per level-0 code."""
-        return np.bincount(self.codes, minlength=len(self.uniques)).astype(np.int64)
+        """Rows per level-0 code (counted once)."""
+        if self._counts is None:
+            self._counts = np.bincount(self.codes, minlength=len(self.uniques)).astype(np.int64)
+        return self._counts
 
 
 def factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:

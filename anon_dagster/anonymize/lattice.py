@@ -380,16 +380,20 @@ class Lattice:
         return code
 
     def _table(self, b: int, a: int, d: int) -> np.ndarray:
-        """Block ``b``'s code at combination ``d`` of each of its codes at combination ``a``."""
+        """Block ``b``'s code at combination ``d`` of each of its codes at combination ``a``.
+
+        The mixed radix is linear, so the table is an outer sum of the QIs' own maps (each as
+        long as the QI's codes at ``a``), built by broadcasting: no pass over every block code
+        per QI.
+        """
         table = self._tables.get((b, a, d))
         if table is None:
             blk = self._blocks[b]
-            la, ld = self._combo_levels[b][a], self._combo_levels[b][d]
-            codes = np.unravel_index(np.arange(int(self._combo_cards[b][a])),
-                                     [self.qis[j].cardinality(int(v)) for j, v in zip(blk, la, strict=True)])
-            cols = [self.qis[j].map_between(int(x), int(y))[c]
-                    for j, x, y, c in zip(blk, la, ld, codes, strict=True)]
-            table = _radix_key(cols, [self.qis[j].cardinality(int(v)) for j, v in zip(blk, ld, strict=True)])
+            la, ld = self._combo_levels[b][a].tolist(), self._combo_levels[b][d].tolist()
+            table = np.zeros(1, dtype=np.int64)
+            for j, x, y in zip(blk, la, ld, strict=True):
+                step = self.qis[j].map_between(x, y)
+                table = (table[:, None] * self._card_of[j][y] + step[None, :]).ravel()
             self._tables[(b, a, d)] = table
         return table
 
