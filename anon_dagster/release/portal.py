@@ -11,7 +11,8 @@ Definitions.
 - A *staged* file is written under a unique hidden name ``.<target>.<random>.<part>.tmp`` in
   the target's folder, created ``O_EXCL`` with mode 0600, written in full, fsynced; it takes
   its published mode (0644) just before it is renamed onto its final name. A *backup* is a hard
-  link ``.<target>.<entry>.<part>.bak`` to a file about to be replaced (no data is copied).
+  link ``.<target>.<entry>.<part>.bak`` to a file about to be replaced (no data is copied; a
+  copy where the file system has no hard links).
 - The *lock* of a target is ``fcntl.flock`` on ``.<target>.lock`` beside it (0600): one
   publisher of a target at a time; the lock goes with the process if it dies.
 
@@ -203,11 +204,29 @@ def place(folder: Folder, staged: str, final: str, mode: int = PUBLISHED_MODE) -
 
 
 def backup(folder: Folder, final: str, name: str) -> bool:
-    """Hard-link ``final`` (if it exists) as ``name``; whether there was a file to keep."""
+    """Keep ``final`` (if it exists) as ``name``: a hard link, or a copy where the file system
+    has none; whether there was a file to keep."""
     try:
         os.link(final, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd, follow_symlinks=False)
     except FileNotFoundError:
         return False
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        data = read_bytes(folder, final)
+        if data is None:
+            return False
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PUBLISHED_MODE, dir_fd=folder.fd)
+        try:
+            try:
+                os.fchmod(fd, PUBLISHED_MODE)  # it is the published file: it keeps its published mode
+                write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            remove(folder, name)
+            raise
     return True
 
 

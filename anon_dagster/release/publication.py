@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,7 +135,7 @@ def write_report_files(report: dict[str, Any], base: Path, mode: int = 0o600) ->
 def write_record(record: TransformationRecord, folder: Path) -> Path:
     """The transformation record as ``<folder>/transformations.json`` (atomically; sorted keys
     and no final newline, as report folders have always held it); the folder is owner-only."""
-    private_folders(Path(folder))
+    private_folders(Path(folder), "the report folder")
     return record.write(Path(folder) / RECORD_FILE, sort_keys=True, final_newline=False)
 
 
@@ -142,7 +143,7 @@ def write_evaluation_report(spec: ReleaseSpec, evaluation: Evaluation, folder: P
     """The evaluation's risk report written into ``folder`` (``risk_report.md|html|json``, owner-only)."""
     inputs = evaluation_report_inputs(spec, evaluation, report_path=str(Path(folder) / f"{REPORT_STEM}.md"))
     report = build_report(inputs)
-    private_folders(Path(folder))
+    private_folders(Path(folder), "the report folder")
     write_report_files(report, Path(folder) / REPORT_STEM)
     return report
 
@@ -152,7 +153,7 @@ def record_refusal(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, fo
     (owner-only) into ``folder``."""
     inputs = evaluation_report_inputs(spec, evaluation, report_path=str(Path(folder) / f"{REPORT_STEM}.md"))
     _, report = record_evaluation(ledger, spec, inputs)
-    private_folders(Path(folder))
+    private_folders(Path(folder), "the report folder")
     write_report_files(report, Path(folder) / REPORT_STEM)
     return report
 
@@ -406,16 +407,26 @@ def reconcile_pending(ledger: Ledger, release: str | None = None, *, skip: Targe
 
 def _sweep(ledger: Ledger, release: str | None, skip: Target | None) -> None:
     """Remove what publishers that died left beside the current publications (staged and kept
-    files), each target under its lock, taken without waiting (a held lock: a live publisher)."""
-    targets = {Target.of_entry(e.published_root, e.published_path) for e in ledger.entries(release=release)
-               if e.status == "published" and e.published_root and e.published_path}
-    for target in targets - {skip}:
-        with portal.open_folder(target.root, target.parts, create=False) as folder:
-            if folder is None or not portal.leftovers(folder, target.name):
+    files), each target under its lock, taken without waiting (a held lock: a live publisher).
+    One listing per folder: a daily release has its partitions side by side."""
+    by_folder: dict[tuple[Path, tuple[str, ...]], list[Target]] = {}
+    for entry in ledger.entries(release=release):
+        if entry.status == "published" and entry.published_root and entry.published_path:
+            target = Target.of_entry(entry.published_root, entry.published_path)
+            if target != skip:
+                by_folder.setdefault((target.root, target.parts), []).append(target)
+    for (root, parts), targets in by_folder.items():
+        with portal.open_folder(root, parts, create=False) as folder:
+            if folder is None:
                 continue
-            with portal.lock(folder, target.name, wait=False) as held:
-                if held:
-                    portal.clean(folder, target.name)
+            names = set(os.listdir(folder.fd))
+            for target in targets:
+                prefix = f".{target.name}."
+                if not any(n.startswith(prefix) and n.endswith((".tmp", ".bak")) for n in names):
+                    continue
+                with portal.lock(folder, target.name, wait=False) as held:
+                    if held:
+                        portal.clean(folder, target.name)
 
 
 def _reconcile_target(ledger: Ledger, release: str, partition: str | None, target: Target,

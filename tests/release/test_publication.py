@@ -352,3 +352,22 @@ def test_reports_kept_in_private_folders_are_owner_only(tmp_path):
     publication.write_evaluation_report(first.spec, first.evaluation, folder)
     for path in (folder, folder.parent, *folder.iterdir()):
         assert oct(path.stat().st_mode & 0o777) == (oct(0o700) if path.is_dir() else oct(0o600)), path
+
+
+def test_without_hard_links_the_replaced_files_are_kept_as_copies(republication, monkeypatch):
+    first, second = republication
+    folder = second.target.path.parent
+    before = folder_state(folder)
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(portal.os, "link", no_links)
+    _full_disk_at(monkeypatch, publications.Ledger, "mark_published", 1)  # fails once the files are in place
+    with pytest.raises(OSError):
+        publish(second.spec, second.evaluation, second.anonymized, second.ledger)
+    assert folder_state(folder) == before  # the copies put the previous files back
+    monkeypatch.undo()
+    monkeypatch.setattr(portal.os, "link", no_links)
+    publish(second.spec, second.evaluation, second.anonymized, second.ledger)
+    assert_agree(second.ledger, second.spec, "2023")

@@ -139,8 +139,9 @@ def _schema_version(path: Path) -> str | None:
     return str(row[0])
 
 
-def private_folders(folder: Path) -> None:
-    """Create ``folder`` and its missing parents with mode 0700 (existing ones are left as they are)."""
+def private_folders(folder: Path, what: str = "the ledger folder") -> None:
+    """Create ``folder`` and its missing parents with mode 0700 (existing ones are left as they are);
+    LedgerError naming ``what`` when one cannot be created."""
     missing = []
     current = Path(folder)
     while not current.exists():
@@ -152,7 +153,7 @@ def private_folders(folder: Path) -> None:
         except FileExistsError:
             pass
         except OSError as exc:
-            raise LedgerError(f"{part}: cannot create the ledger folder: {exc.strerror}") from None
+            raise LedgerError(f"{part}: cannot create {what}: {exc.strerror}") from None
 
 
 def _remove(path: Path) -> None:
