@@ -349,3 +349,32 @@ def test_a_version_1_ledger_is_refused_until_migrated_explicitly(tmp_path):
     _sql(path, "UPDATE publications SET k = 99 WHERE id = 2")
     with pytest.raises(LedgerIntegrityError):
         open_test_ledger(path)
+
+
+_KILLED_WHILE_CREATING = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from anon_dagster.release.ledger import lifecycle
+    from tests.support.ledgers import seal_for
+
+    real = lifecycle.append_event
+    def die(*args, **kwargs):
+        real(*args, **kwargs)
+        os._exit(9)          # inside the creating transaction, before its commit
+    lifecycle.append_event = die
+    lifecycle.init_ledger(Path(sys.argv[1]), seal_for(Path(sys.argv[1]), Path(sys.argv[2])))
+    """
+)
+
+
+def test_a_creation_killed_midway_is_finished_by_the_next_init(tmp_path):
+    path, state = tmp_path / "l.sqlite", tmp_path / "keystate"
+    child = subprocess.run([sys.executable, "-c", _KILLED_WHILE_CREATING, str(path), str(state)],
+                           cwd=os.getcwd(), capture_output=True, text=True, timeout=120)
+    assert child.returncode == 9, child.stderr
+    assert path.exists()
+    with pytest.raises(LedgerError):
+        open_test_ledger(path, state)  # not a ledger yet: never read as one
+    assert init_ledger(path, seal_for(path, state)).action == "created"
+    assert open_test_ledger(path, state).counts()["chain"] == 1

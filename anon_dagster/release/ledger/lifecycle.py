@@ -94,6 +94,13 @@ def init_ledger(path: str | Path | None, seal: LedgerSeal, *, migrate: bool = Fa
             raise missing_ledger_error(path, seal)
         _create(path, seal)
         return InitOutcome("created", Ledger(path, seal=seal))
+    if _never_created(path):  # a creation killed before its first commit left an empty file
+        anchor = read_anchor(seal, path)
+        if anchor is not None and anchor.events > 1:
+            raise missing_ledger_error(path, seal)
+        _remove(path)
+        _create(path, seal)
+        return InitOutcome("created", Ledger(path, seal=seal))
     version = _schema_version(path)
     if version == "1":
         if not migrate:
@@ -123,6 +130,20 @@ class _Unanchored(Ledger):
     def __init__(self, path: Path, *, seal: LedgerSeal):
         self.path, self.seal, self.timeout = Path(path), seal, TIMEOUT
         self.state = self.verify(anchored=False)
+
+
+def _never_created(path: Path) -> bool:
+    """Whether ``path`` is a database file holding no table at all (or an empty file)."""
+    if path.is_file() and path.stat().st_size == 0:
+        return True
+    try:
+        conn = connect(path, TIMEOUT)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+        finally:
+            conn.close()
+    except (sqlite3.DatabaseError, LedgerError):
+        return False
 
 
 def _schema_version(path: Path) -> str | None:
