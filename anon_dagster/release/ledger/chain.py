@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ...errors import UserError
 from ...io import write_bytes_atomic
 
@@ -176,6 +178,28 @@ def row_digests(conn: sqlite3.Connection, ids: list[int] | None = None) -> dict[
                           "ORDER BY id", params):
         spends.setdefault(r[0], []).append(tuple(r[1:]))
     return {int(r[0]): entry_digest(dict(zip(ENTRY_COLUMNS, r, strict=True)), spends.get(int(r[0]), [])) for r in rows}
+
+
+def check_assignment(conn: sqlite3.Connection, path: Path, publication_id: int) -> tuple[pd.DataFrame, list[tuple]]:
+    """The members and classes of an entry, refused unless they match the digests its entry carries."""
+    expected = conn.execute("SELECT classes_digest, members_digest FROM publications WHERE id = ?",
+                            (publication_id,)).fetchone()
+    members = pd.read_sql_query("SELECT person, class_id FROM members WHERE publication_id = ? ORDER BY rowid",
+                                conn, params=(publication_id,))
+    classes = conn.execute("SELECT class_id, signature, rows FROM classes WHERE publication_id = ? ORDER BY class_id",
+                           (publication_id,)).fetchall()
+    if expected is None:
+        raise LedgerError(f"{path}: no ledger entry {publication_id}")
+    got = (classes_digest(classes) if classes else None,
+           members_digest(members["person"].tolist(), members["class_id"].tolist()) if len(members) else None)
+    for have, want, what in ((got[0], expected[0], "classes"), (got[1], expected[1], "members")):
+        if not hmac.compare_digest(have or "", want or ""):
+            raise LedgerIntegrityError(
+                f"{path}: the ledger fails its integrity check (the {what} of entry {publication_id} were changed): "
+                "it was edited outside anon-dagster; restore it from a backup"
+            )
+    return members, classes
+
 
 
 # ----- verification ----------------------------------------------------------------------------

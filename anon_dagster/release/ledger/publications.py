@@ -11,15 +11,19 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ...errors import UserError
 from .budget import BudgetState, budget_state
-from .chain import LedgerIntegrityError, classes_digest, members_digest, row_digests
+from .chain import (
+    LedgerIntegrityError,
+    check_assignment,
+    classes_digest,
+    members_digest,
+    row_digests,
+)
 from .linkage import ClassAssignmentRows
 from .schema import COUNTED_STATUSES, STATUSES, LedgerDatabase, LedgerError
 
@@ -65,27 +69,6 @@ class RecordOutcome:
     action: str
     publication_id: int
     superseded_id: int | None = None
-
-
-def check_assignment(conn: sqlite3.Connection, path: Path, publication_id: int) -> tuple[pd.DataFrame, list[tuple]]:
-    """The members and classes of an entry, refused unless they match the digests its entry carries."""
-    expected = conn.execute("SELECT classes_digest, members_digest FROM publications WHERE id = ?",
-                            (publication_id,)).fetchone()
-    members = pd.read_sql_query("SELECT person, class_id FROM members WHERE publication_id = ? ORDER BY rowid",
-                                conn, params=(publication_id,))
-    classes = conn.execute("SELECT class_id, signature, rows FROM classes WHERE publication_id = ? ORDER BY class_id",
-                           (publication_id,)).fetchall()
-    if expected is None:
-        raise LedgerError(f"{path}: no ledger entry {publication_id}")
-    got = (classes_digest(classes) if classes else None,
-           members_digest(members["person"].tolist(), members["class_id"].tolist()) if len(members) else None)
-    for have, want, what in ((got[0], expected[0], "classes"), (got[1], expected[1], "members")):
-        if not hmac.compare_digest(have or "", want or ""):
-            raise LedgerIntegrityError(
-                f"{path}: the ledger fails its integrity check (the {what} of entry {publication_id} were changed): "
-                "it was edited outside anon-dagster; restore it from a backup"
-            )
-    return members, classes
 
 
 class Ledger(LedgerDatabase):
@@ -347,4 +330,4 @@ class Ledger(LedgerDatabase):
             conn.close()
 
 
-__all__ = ["Ledger", "Publication", "RecordOutcome", "check_assignment"]
+__all__ = ["Ledger", "Publication", "RecordOutcome"]

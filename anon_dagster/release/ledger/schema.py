@@ -32,6 +32,7 @@ from .chain import (
     LedgerSeal,
     append_event,
     check_against_anchor,
+    check_assignment,
     read_anchor,
     verify_chain,
     verify_tables,
@@ -216,9 +217,7 @@ class LedgerDatabase:
         key = self.seal.key(self.key_version)
         state = verify_chain(conn, self.path, key, self.ledger_id)
         verify_tables(conn, self.path, state)
-        if full:
-            from .publications import check_assignment  # the same check as reading an assignment
-
+        if full:  # the same check as reading an assignment, for every entry
             for pid in state.entries:
                 check_assignment(conn, self.path, pid)
 
