@@ -267,28 +267,47 @@ def diversity(classes: ClassSizes, cells: Cells) -> Diversity:
     distinct = np.bincount(cells.cls, minlength=n_classes).astype(
         class_id_dtype(int(sizes.sum())), copy=False)
     distinct[cells.alone_cls] = 1
-    log_size = np.log(sizes, dtype=float)
-    # per class, 2**k_c with n_c ln n_c * 2**k_c < 2**52 (the largest possible sum of terms)
-    _, exponent = np.frexp(sizes * log_size)
-    scale = 52 - exponent
-    c = cells.cnt.astype(float)
-    term = np.log(c)
-    term *= c
-    del c
-    class_scale = scale[cells.cls]
-    term = np.ldexp(term, class_scale)
-    np.rint(term, out=term)
-    # integer-valued terms below 2**53 in every class: bincount's float sums are exact
-    s = np.bincount(cells.cls, weights=term, minlength=n_classes).astype(float, copy=False)
-    del term
-    s = np.ldexp(s, -scale)
-    s /= sizes
-    entropy = log_size
-    entropy -= s
-    del s
+    entropy = np.log(sizes, dtype=float)
+
+    def scale_of(size: np.ndarray) -> np.ndarray:
+        # 2**k_c with n_c ln n_c * 2**k_c < 2**52, the largest possible sum of a class's terms
+        size = size.astype(float)
+        bound = np.log(size)
+        bound *= size
+        return (52 - np.frexp(bound)[1]).astype(np.int32)
+
+    def terms(part: slice) -> np.ndarray:
+        term = cells.cnt[part].astype(float)
+        log = np.log(term)
+        term *= log
+        del log
+        np.ldexp(term, scale_of(sizes[cells.cls[part]]), out=term)
+        return np.rint(term, out=term)
+
+    # integer-valued terms below 2**53 in every class: the float sums are exact
+    s = _sum_by_class(cells.cls, n_classes, terms)
+    held = np.flatnonzero(s)  # singletons (most classes of a raw table) have no term: H = 0
+    entropy[held] -= np.ldexp(s[held], -scale_of(sizes[held])) / sizes[held]
+    del s, held
     # rounding can leave -1e-16 for a class of a single value
     np.maximum(entropy, 0.0, out=entropy)
     return Diversity(distinct, entropy)
+
+
+# Cells are summed per class in slices of this many, so temporaries stay a few MB whatever the
+# table (the sums of integer-valued terms are exact in any order, so slicing changes nothing).
+_SLICE = 1 << 18
+
+
+def _sum_by_class(cls: np.ndarray, n_classes: int, values) -> np.ndarray:
+    """``sum over cells i of class c of values(slice)[i]``, computed slice by slice."""
+    if len(cls) <= _SLICE:
+        return np.bincount(cls, weights=values(slice(None)), minlength=n_classes).astype(float, copy=False)
+    out = np.zeros(n_classes)
+    for start in range(0, len(cls), _SLICE):
+        part = slice(start, start + _SLICE)
+        out += np.bincount(cls[part], weights=values(part), minlength=n_classes)
+    return out
 
 
 def recursive_l(classes: ClassSizes, cells: Cells, c: float) -> np.ndarray:
@@ -331,11 +350,16 @@ def _tv_numerator(sizes: np.ndarray, cells: Cells) -> np.ndarray:
     """
     n = cells.n
     total = cells.total
-    excess = cells.cnt * n
-    excess -= total[cells.val] * sizes[cells.cls]
-    np.maximum(excess, 0, out=excess)
-    num = np.bincount(cells.cls, weights=excess, minlength=len(sizes)).astype(float, copy=False)
-    del excess
+
+    def excess(part: slice) -> np.ndarray:
+        out = cells.cnt[part] * n
+        size = sizes[cells.cls[part]].astype(total.dtype, copy=False)
+        size *= total[cells.val[part]]
+        out -= size
+        del size
+        return np.maximum(out, 0, out=out)
+
+    num = _sum_by_class(cells.cls, len(sizes), excess)
     num[cells.alone_cls] = (n - total)[cells.alone_val]  # per value, then one gather
     return num
 
