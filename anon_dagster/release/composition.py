@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from ..risk.classes import EquivalenceClasses
 from .ledger import COUNTED_STATUSES, ClassAssignmentRows, Ledger, Publication, linkage_pseudonyms
 
 
@@ -52,6 +53,7 @@ def class_assignment(
     persons: pd.Series | Sequence[object],
     *,
     linkage_key: bytes | None = None,
+    classes: EquivalenceClasses | None = None,
 ) -> ClassAssignmentRows:
     """The class assignment of a table as it is published.
 
@@ -59,8 +61,14 @@ def class_assignment(
     each row's ``composition.person`` value, positionally aligned with ``published`` (for the
     anonymizer's output: ``raw.loc[result.data.index, person]``). With ``linkage_key`` the
     values are turned into linkage pseudonyms here; without it they must already be linkage
-    pseudonyms. Classes are numbered by their signatures' sort order, so equal tables give
-    equal assignments.
+    pseudonyms. ``classes`` are ``published``'s equivalence classes over ``qis`` when the
+    caller has them (the release gate's measurement); otherwise they are built here.
+
+    The rows are put in classes by the risk kernel (:class:`EquivalenceClasses`), then each
+    class gets one signature: the canonical JSON of its QI labels (missing values as
+    ``<missing>``, whole floats as integers), computed once per class. Classes whose labels
+    coincide share a signature and are one class. Classes are numbered by their signatures'
+    sort order, so equal tables give equal assignments (the ledger's format, unchanged).
     """
     qis = list(qis)
     missing = [q for q in qis if q not in published.columns]
@@ -78,25 +86,25 @@ def class_assignment(
             pd.DataFrame({"person": pd.Series([], dtype=object), "class_id": pd.Series([], dtype="int64")}),
             [], np.zeros(0, dtype=np.int64),
         )
-    # one label per distinct value per column, then factorize the label tuples
-    labels = {}
-    for q in qis:
-        codes, uniques = pd.factorize(published[q], use_na_sentinel=False)
-        labels[q] = np.array([_label(u) for u in uniques], dtype=object)[codes]
+    if classes is None or classes.qis != qis or classes.n_rows != len(published):
+        classes = EquivalenceClasses.from_frame(published, qis)
+    keys = classes.keys()
+    labels = {q: [_label(v) for v in keys[q].tolist()] for q in qis}
     sigs = np.array(
         [json.dumps(dict(zip(qis, row, strict=True)), sort_keys=True, ensure_ascii=False)
-         for row in zip(*(labels[q] for q in qis), strict=True)] if qis else ["{}"] * len(published),
+         for row in zip(*(labels[q] for q in qis), strict=True)] if qis else ["{}"] * classes.n_classes,
         dtype=object,
     )
-    uniques = np.unique(sigs)
-    class_of_row = np.searchsorted(uniques, sigs).astype(np.int64)
+    uniques, class_of_class = np.unique(sigs, return_inverse=True)
+    class_of_row = class_of_class.reshape(-1).astype(np.int64)[classes.row_class]
     members = (
         pd.DataFrame({"person": person_ids, "class_id": class_of_row})
         .drop_duplicates()
         .sort_values(["class_id", "person"], kind="stable")
         .reset_index(drop=True)
     )
-    return ClassAssignmentRows(members, uniques.tolist(), np.bincount(class_of_row, minlength=len(uniques)))
+    rows = np.bincount(class_of_class.reshape(-1), weights=classes.sizes, minlength=len(uniques))
+    return ClassAssignmentRows(members, uniques.tolist(), rows.astype(np.int64))
 
 
 def persons_per_class(assignment: ClassAssignmentRows) -> np.ndarray:

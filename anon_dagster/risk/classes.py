@@ -392,8 +392,9 @@ class EquivalenceClasses:
     def first_rows(self) -> np.ndarray:
         """Position of the first row of each class (int64, one per class)."""
         if self._first is None:
-            first = np.full(self.n_classes, self.n_rows, dtype=np.int64)
-            np.minimum.at(first, self.row_class, np.arange(self.n_rows, dtype=np.int64))
+            # written in reverse row order, so the last write to a class is its first row
+            first = np.empty(self.n_classes, dtype=np.int64)
+            first[self.row_class[::-1]] = np.arange(self.n_rows - 1, -1, -1, dtype=np.int64)
             self._first = first
         return self._first
 
