@@ -301,7 +301,8 @@ def composition_assignment(spec: ReleaseSpec, anonymized: pd.DataFrame, classes:
         raise UserError(f"{spec.label}: the table carries no linkage pseudonyms: pseudonymize it with the "
                         "release's composition block first")
     persons = anonymized[gate.LINKAGE_COLUMN].reset_index(drop=True)
-    return class_assignment(gate.publishable_view(anonymized), spec.quasi_identifiers, persons)
+    return class_assignment(gate.publishable_view(anonymized), spec.quasi_identifiers, persons,
+                            classes=classes)
 
 
 def _composition(spec: ReleaseSpec, anonymized: pd.DataFrame, ledger: Ledger | None, partition: str | None,
