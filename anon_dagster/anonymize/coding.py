@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import DataError, HierarchyError
 from ..hierarchies import TOP, Hierarchy, _as_label
+from ..risk.classes import fold_columns, group_keys
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -133,44 +134,25 @@ def _coarsens(table: np.ndarray, level_maps: Sequence[np.ndarray]) -> bool:
 def combine(columns: Sequence[np.ndarray], cardinalities: Sequence[int]) -> tuple[np.ndarray, int]:
     """Mixed-radix int64 key of several code columns and the size of its key space.
 
-    When the product of cardinalities would overflow int64 the partial key is re-densified
-    first (``np.unique``), so any number of columns can be combined.
+    The risk kernel's fold (:func:`anon_dagster.risk.classes.fold_columns`): when the product
+    of cardinalities would overflow int64 the partial key is re-densified first, so any number
+    of columns can be combined.
     """
-    if not columns:
+    if not len(columns):
         raise DataError("no column to combine")
-    key = np.asarray(columns[0], dtype=np.int64).copy()
-    space = max(int(cardinalities[0]), 1)
-    for col, card in zip(columns[1:], cardinalities[1:], strict=True):
-        card = max(int(card), 1)
-        if space > _INT64_MAX // card:
-            uniq, key = np.unique(key, return_inverse=True)
-            key = key.astype(np.int64)
-            space = len(uniq)
-        key = key * card + col
-        space *= card
-    return key, space
+    if len(columns) != len(cardinalities):
+        raise ValueError("columns and cardinalities must have the same length")
+    return fold_columns(zip(columns, cardinalities, strict=True))
 
 
 def group(key: np.ndarray, space: int, weights: np.ndarray | None = None
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group equal keys: (unique keys sorted, inverse index, summed weights or counts).
 
-    Uses a bincount over the key space when it is small relative to the input (linear time),
-    a sort otherwise.
+    The risk kernel's grouping (:func:`anon_dagster.risk.classes.group_keys`): a bincount over
+    the key space when it is small relative to the input, a sort otherwise.
     """
-    n = len(key)
-    if space <= 4 * n + 4096:
-        present = np.flatnonzero(np.bincount(key, minlength=space))
-        dense = np.full(space, -1, dtype=np.int64)
-        dense[present] = np.arange(len(present), dtype=np.int64)
-        uniq, inverse = present.astype(np.int64), dense[key]
-    else:
-        uniq, inverse = np.unique(key, return_inverse=True)
-        uniq, inverse = uniq.astype(np.int64), inverse.astype(np.int64).reshape(-1)
-    sums = np.bincount(inverse, weights=weights, minlength=len(uniq))
-    if weights is None or np.asarray(weights).dtype.kind in "iub":
-        sums = np.rint(sums).astype(np.int64)
-    return uniq, inverse, sums
+    return group_keys(np.asarray(key), space, weights)
 
 
 def split_key(key: np.ndarray, cardinalities: Sequence[int]) -> list[np.ndarray]:

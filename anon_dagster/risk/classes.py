@@ -243,13 +243,13 @@ def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     return row_class, sizes
 
 
-def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row class ids and class sizes from ``(codes, cardinality)`` per column.
+def fold_columns(columns: Iterable[tuple[np.ndarray, int]]) -> tuple[np.ndarray | None, int]:
+    """One int64 key per row from ``(codes, cardinality)`` per column, and its key space.
 
-    The codes are folded into one int64 key (``key = key * cardinality + code``), re-factorized
-    to dense codes before the product of cardinalities would overflow, and counted at the end.
-    ``columns`` may be a generator: each column is folded in and released before the next one
-    is coded, so at most one column's codes are alive besides the key.
+    ``key = key * cardinality + code``, column after column; before the product of
+    cardinalities would overflow int64 the key is re-densified (:func:`_dense`: class ids in
+    key order), so any number of columns folds. ``columns`` may be a generator: each column is
+    folded in and released before the next one is coded. ``(None, 1)`` for no column.
     """
     key: np.ndarray | None = None
     space = 1
@@ -269,6 +269,36 @@ def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> t
             key += col
         space *= card
         del col
+    return key, space
+
+
+def group_keys(key: np.ndarray, space: int, weights: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal keys (values in [0, space)): the distinct keys in ascending order, each
+    input's group (int64) and each group's count, or summed ``weights``.
+
+    The classes' own kernel (:func:`_dense`: a bincount over a small key space, a sort
+    otherwise); integer weights give integer sums.
+    """
+    ids, counts = _dense(key, space)
+    uniq = np.empty(len(counts), dtype=np.int64)
+    uniq[ids] = key
+    ids = ids.astype(np.int64, copy=False)
+    if weights is None:
+        return uniq, ids, counts
+    sums = np.bincount(ids, weights=weights, minlength=len(counts))
+    if np.asarray(weights).dtype.kind in "iub":
+        sums = np.rint(sums).astype(np.int64)
+    return uniq, ids, sums
+
+
+def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row class ids and class sizes from ``(codes, cardinality)`` per column.
+
+    The codes are folded into one int64 key (:func:`fold_columns`) and counted at the end.
+    ``columns`` may be a generator: at most one column's codes are alive besides the key.
+    """
+    key, space = fold_columns(columns)
     if key is None:
         return (np.zeros(n_rows, dtype=class_id_dtype(n_rows)),
                 np.array([n_rows] if n_rows else [], dtype=np.int64))
