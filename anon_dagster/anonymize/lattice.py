@@ -8,21 +8,30 @@ search returns the satisfying node of least information loss under the spec's ut
 
 How the search stays fast:
 
-- **Roll-up, not rows.** The rows are grouped once, at the bottom node. Any other node's classes
-  come from a cached finer node's classes (keys, sizes, sparse sensitive histograms and the
-  per-class sums the metrics need), mapped through per-QI code maps and regrouped: the cost is
-  the number of classes of the finer node, never the number of rows.
+- **Roll-up, not rows.** The rows are grouped once, at the bottom node, by the risk kernel
+  (:func:`anon_dagster.risk.classes.combine_codes`). Any other node's classes come from a cached
+  finer node's classes (one packed key per class, sizes, sparse sensitive histograms), mapped
+  and regrouped: the cost is the number of classes of the finer node, never the number of rows.
+  The QIs are grouped in consecutive blocks of at most 64 level combinations; a roll-up maps one
+  code per block through a table (built once per pair of combinations as an outer sum of the
+  QIs' maps) and from the bottom, whose classes are about as many as the rows, reads each
+  block's codes at the target's levels, kept once computed. Keys are mixed-radix numbers,
+  grouped by a bincount over a small key space or by one hash pass.
 - **Predictive tagging.** For the monotone part of the policy (see
   :mod:`anon_dagster.anonymize.criteria`), a node that satisfies tags every generalization as
-  satisfying, one that fails tags every specialization as failing. An unknown node is resolved by
-  a binary search along a chain from it to the top (Flash), carried to the chain's boundary, so
-  each check tags whole regions. The chain climbs the QI whose next level adds least to the bound.
+  satisfying, one that fails tags every specialization as failing (a box of the level grid).
+  An unknown node is resolved by a binary search along a chain from it to the top (Flash),
+  carried to the chain's boundary, so each check tags whole regions. A chain climbs the step
+  of least ``bound increase × ln(codes before / codes after)``, a gentle climb that merges
+  little per step (on Adult, a third fewer checks than the bound alone); without a bound, the
+  step that merges least.
 - **Best-first with a bound.** ``loss`` and ``entropy`` without suppression are sums over QIs of
   per-level totals, known for every node before any check, and a lower bound of the metric with
-  suppression. Nodes are visited in increasing bound; the search stops once the bound reaches the
-  best loss found. Without suppression the first satisfying node is the optimum. Metrics without
-  such a bound (discernibility, aecs, query error) evaluate every node that satisfies the monotone
-  part (only the minimal ones when nothing may be suppressed and the metric is monotone).
+  suppression. Nodes are visited in increasing bound (those known to fail skipped a chunk at a
+  time); the search stops once the bound reaches the best loss found. Without suppression the
+  first satisfying node is the optimum. Metrics without such a bound (discernibility, aecs,
+  query error) evaluate every node that satisfies the monotone part (only the minimal ones when
+  nothing may be suppressed and the metric is monotone).
 
 What is pruned with suppression allowed: only on k (with prosecutor_max) and l-distinct, which
 stay monotone with suppression (as in ARX). The other criteria are checked exactly on each
