@@ -226,7 +226,13 @@ def verify_audit_log(keystore: KeyStore, path: str | Path, *, anchored: bool = T
     store has nowhere to keep an anchor.
     """
     path = Path(path)
-    return _verify(keystore, path, keystore.audit_anchor() if anchored else None)
+    if not anchored:
+        return _verify(keystore, path, None)
+    store = keystore.audit_anchor()
+    # under the writers' lock: read without it, the anchor and the log could be seen on either
+    # side of another process's append (anchor read before its first entry, log after)
+    with store.lock():
+        return _verify(keystore, path, store)
 
 
 @dataclass
