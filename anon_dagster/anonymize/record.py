@@ -215,6 +215,21 @@ class Source(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PersonSuppression(JsonObject):
+    """Persons suppressed so that every person class holds at least ``k`` persons
+    (:mod:`anon_dagster.anonymize.persons`): ``linked_by`` the published columns linking a
+    person's rows; ``persons`` and ``rows`` removed; ``reached`` whether the budget allowed it
+    (when not, nothing was removed and ``persons``/``rows`` say what it would take)."""
+
+    k: int = key("int")
+    linked_by: list[str] = key("list")
+    persons: int = key("int")
+    rows: int = key("int")
+    budget_rows: int = key("int")
+    reached: bool = key("bool")
+
+
+@dataclass(frozen=True, kw_only=True)
 class TransformationRecord(JsonObject):
     """What one anonymization of one table did (module docstring; keys in docs/anonymization.md).
 
@@ -248,6 +263,7 @@ class TransformationRecord(JsonObject):
     elapsed_s: float = key("number")
     source: Source | None = key(optional=True, section=Source)
     policy_unreachable: str | None = key("str", optional=True)
+    person_suppression: PersonSuppression | None = key(optional=True, section=PersonSuppression)
 
     @classmethod
     def from_json(cls, data: Any, where: str | None = None, prefix: str = "") -> TransformationRecord:

@@ -30,6 +30,7 @@ _KINDS: dict[str, tuple[str, Any]] = {
     "int": ("an integer", lambda v: isinstance(v, Integral) and not isinstance(v, bool)),
     "number": ("a number", lambda v: isinstance(v, Real) and not isinstance(v, bool)),
     "str": ("a text", lambda v: isinstance(v, str)),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
     "list": ("a list", lambda v: isinstance(v, list | tuple)),
     "object": ("an object", lambda v: isinstance(v, Mapping)),
     "any": ("any value", lambda v: True),

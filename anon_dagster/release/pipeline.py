@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from ..anonymize.criteria import Policy
+from ..anonymize.criteria import Policy, suppression_budget
 from ..anonymize.record import TransformationRecord
 from ..criteria import DeclaredCheck
 from ..criteria import declared_checks as registry_checks
@@ -159,7 +160,8 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
 
     try:
         result = run_anonymization(pseudonymized, spec, progress=progress)
-        return Anonymized(result.data, result.record, int(result.suppressed))
+        return reach_k_per_person(spec, Anonymized(result.data, result.record, int(result.suppressed)),
+                                  len(pseudonymized))
     except SpecError:
         raise
     except UserError as exc:
@@ -180,8 +182,46 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     unreachable = (reason + f". Shown instead: the anonymization at k={spec.anonymization.k} without the "
                    "attribute-disclosure and average-risk criteria, measured against the full policy by "
                    "the checks; it cannot be published.")
-    return Anonymized(result.data, replace(result.record, policy_unreachable=unreachable),
-                      int(result.suppressed), unreachable)
+    return reach_k_per_person(spec, Anonymized(result.data, replace(result.record, policy_unreachable=unreachable),
+                                               int(result.suppressed), unreachable), len(pseudonymized))
+
+
+def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) -> Anonymized:
+    """The anonymization with the persons below k removed, when published columns link a
+    person's rows and the suppression budget allows it (:mod:`anon_dagster.anonymize.persons`).
+
+    The record says what was done (``person_suppression``) and describes the table returned
+    (rows, suppression, classes, output hash).
+    """
+    from ..anonymize.persons import suppress_persons
+    from ..anonymize.record import Classes, PersonSuppression, class_histogram, table_hash
+    from ..risk import EquivalenceClasses
+
+    view = gate.publishable_view(anonymized.data)
+    persons = gate.person_link(spec, view)
+    qis = [q for q in spec.quasi_identifiers if q in view.columns]
+    if persons is None or len(view) == 0 or not qis:
+        return anonymized
+    k = Policy.from_spec(spec).k
+    budget = suppression_budget(Policy.from_spec(spec), rows_in)
+    classes = EquivalenceClasses.from_frame(view, qis)
+    result = suppress_persons(classes, persons, k, max(budget - anonymized.suppressed, 0))
+    record = anonymized.record
+    section = PersonSuppression(k=k, linked_by=gate.linking_columns(spec, view), persons=result.persons,
+                                rows=result.rows, budget_rows=budget, reached=result.reached)
+    if not (result.reached and result.rows):
+        return Anonymized(anonymized.data, replace(record, person_suppression=section), anonymized.suppressed,
+                          anonymized.unreachable)
+    data = anonymized.data[result.keep]
+    sizes = np.bincount(classes.row_class[result.keep], minlength=classes.n_classes)
+    sizes = sizes[sizes > 0]
+    suppressed = anonymized.suppressed + result.rows
+    record = replace(
+        record, person_suppression=section, rows_out=len(data), output_hash=table_hash(data),
+        suppression=replace(record.suppression, rows=suppressed, share=suppressed / rows_in if rows_in else 0.0),
+        classes=Classes(count=len(sizes), k=int(sizes.min()) if len(sizes) else None, histogram=class_histogram(sizes)),
+    )
+    return Anonymized(data, record, suppressed, anonymized.unreachable)
 
 
 # ----- evaluate --------------------------------------------------------------------------------

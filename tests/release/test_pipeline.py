@@ -8,6 +8,7 @@ publication's re-verification), never once per figure.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from dagster import DagsterInstance
@@ -42,7 +43,10 @@ def test_one_class_build_per_table_per_step(steps, tmp_path, method):
     with counting_class_builds() as gate:
         evaluation = pipeline.evaluate(spec, anonymized.data, record=anonymized.record, original=pseudo.data,
                                        raw=ingested.data, ledger=new_ledger(tmp_path / "ledger.sqlite"), partition="2023")
-    assert search.count == 1
+    # the search's table, then its output (the published pseudonym links a patient's rows: the
+    # persons below k are looked for on the output's classes)
+    assert search.count == 2
+    assert anonymized.record.person_suppression is not None
     assert gate.count == 1
     # every figure of the evaluation was there, from that one build
     assert {c.name for c in evaluation.checks} >= {"k_anonymity", "l_diversity_distinct", "t_closeness", "composition"}
@@ -59,8 +63,9 @@ def test_the_dagster_job_builds_once_per_step(tmp_path, master_key, monkeypatch)
     with counting_class_builds() as builds:
         result = run(defs, "tiny", "2023", DagsterInstance.ephemeral())
     assert result.success
-    # anonymized (the search), the checks (one evaluation), published (its re-evaluation)
-    assert builds.count == 3
+    # anonymized (the search, then the persons on its output), the checks (one evaluation),
+    # published (its re-evaluation)
+    assert builds.count == 4
 
 
 def test_a_check_that_cannot_be_computed_fails_and_says_why(steps, tmp_path):
@@ -92,3 +97,27 @@ def test_the_evaluation_id_changes_with_the_data(steps, tmp_path):
     edited = anonymized.data.copy()
     edited.loc[edited.index[0], "diagnosis"] = "C30" if edited["diagnosis"].iloc[0] != "C30" else "A10"
     assert evaluate(edited).id != first.id
+
+
+def test_readmitted_persons_below_k_are_suppressed_and_the_gate_judges_per_person(tmp_path, master_key):
+    rng = np.random.default_rng(3)
+    n = 60
+    # 10 patients stay 3 times each at spread ages: each alone in their person class
+    pid = [f"PID{i:06d}" for i in range(40)] + [f"PID9{i // 2:05d}" for i in range(20)]
+    df = pd.DataFrame({"pid": pid, "name": [f"N {i}" for i in range(n)], "age": rng.choice([30, 31, 42, 43], n),
+                       "sex": rng.choice(["F", "M"], n), "region": rng.choice(["North", "South"], n),
+                       "visit_date": ["2023-03-01"] * n, "diagnosis": rng.choice(["A10", "B20", "C30"], n)})
+    spec = load_spec(write_release(tmp_path, name="readmit", data=df, rows_2023=n, rows_2024=0,
+                                   thresholds={"k": 2}, max_suppression=0.5))
+    ingested = pipeline.ingest(spec, "2023")
+    pseudo = pipeline.pseudonymize(spec, ingested.data, open_keystore())
+    anonymized = pipeline.anonymize(spec, pseudo.data)
+    section = anonymized.record.person_suppression
+    assert section is not None and section.linked_by == ["pid"] and section.reached
+    assert anonymized.suppressed >= section.rows > 0
+    assert anonymized.record.rows_out == len(anonymized.data)
+    evaluation = pipeline.evaluate(spec, anonymized.data, record=anonymized.record, original=pseudo.data,
+                                   raw=ingested.data, ledger=new_ledger(tmp_path / "ledger.sqlite"), partition="2023")
+    assert evaluation.measures["person"]["k"] >= 2
+    assert evaluation.check("k_anonymity").passed
+    assert "per person" in evaluation.check("k_anonymity").summary
