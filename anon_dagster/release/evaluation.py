@@ -28,17 +28,23 @@ from ..io import plain_json
 
 @dataclass
 class CheckResult:
-    """The verdict of one declared check on one table."""
+    """The verdict of one declared check on one table: passed or not, with what was measured
+    (``value``) against what (``threshold``), and the spec key that declares it."""
 
     name: str
-    spec_key: str
     passed: bool
     severity: str = "error"  # "error" blocks the publication, "warn" only reports
-    measured: Any = None
+    value: Any = None
     threshold: Any = None
     comparison: str = ""
     summary: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    spec_key: str = ""
+
+    @property
+    def measured(self) -> Any:
+        """The measured figure (``value``), as the contract names it."""
+        return self.value
 
     @property
     def blocks(self) -> bool:

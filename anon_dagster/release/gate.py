@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from ..io import read_table
 from ..pseudonymize import pseudonym_pattern
 from ..risk import EquivalenceClasses, RiskMeasures, measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
+from .evaluation import CheckResult
 from .report import format_value as _fmt
 
 # Columns the pipeline carries next to the data but never publishes.
@@ -37,22 +37,9 @@ LINKAGE_COLUMN = "__anon_linkage"
 INTERNAL_COLUMNS = (LINKAGE_COLUMN,)
 
 
-@dataclass
-class Outcome:
-    """The verdict of one check: passed or not, with what was measured against what."""
-
-    name: str
-    passed: bool
-    severity: str = "error"  # "error" blocks the publication, "warn" only reports
-    value: Any = None
-    threshold: Any = None
-    comparison: str = ""
-    summary: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def blocks(self) -> bool:
-        return not self.passed and self.severity == "error"
+# The verdict of one check (name, passed, severity, value, threshold, comparison, summary,
+# details, spec key): one type for the gate, the pipeline, the CLI and Dagster.
+Outcome = CheckResult
 
 
 def publishable_view(df: pd.DataFrame) -> pd.DataFrame:

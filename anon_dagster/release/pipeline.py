@@ -279,7 +279,7 @@ def evaluate(
         except Exception as exc:  # every check still gets a result: failed, saying why
             for d in wanted:
                 if d.name in risk_names:
-                    results[d.name] = CheckResult(d.name, d.spec_key, False, d.severity,
+                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
     composition = assignment = None
     if "composition" in names:
@@ -289,7 +289,7 @@ def evaluate(
         results["epsilon_budget"] = _result(_budget(spec, ledger), declared)
     if "data_contract" in names:
         results["data_contract"] = _result(_contract(spec, view, raw), declared)
-    checks = [results.get(d.name) or CheckResult(d.name, d.spec_key, False, d.severity,
+    checks = [results.get(d.name) or CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                  summary="no result was computed") for d in wanted]
     if classes is None and len(view) and any(q in view.columns for q in spec.quasi_identifiers):
         classes = gate.published_classes(spec, anonymized)
@@ -327,10 +327,10 @@ def run_gate(spec: ReleaseSpec, *, partition: str | None = None, input_path: str
     return GateRun(ingested, pseudo, anon, evaluation)
 
 
-def _result(outcome: gate.Outcome, declared: list[DeclaredCheck]) -> CheckResult:
+def _result(outcome: CheckResult, declared: list[DeclaredCheck]) -> CheckResult:
+    """``outcome`` with the spec key that declares its check."""
     spec_key = next((d.spec_key for d in declared if d.name == outcome.name), "")
-    return CheckResult(outcome.name, spec_key, bool(outcome.passed), outcome.severity, outcome.value,
-                       outcome.threshold, outcome.comparison, outcome.summary, dict(outcome.details))
+    return replace(outcome, passed=bool(outcome.passed), spec_key=spec_key)
 
 
 def composition_assignment(spec: ReleaseSpec, anonymized: pd.DataFrame, classes: Any = None) -> Any:
