@@ -81,6 +81,15 @@ def test_two_five_anonymous_releases_fail_composition(tmp_path):
     dumped = json.dumps(result.to_dict())
     assert "P0" not in dumped and "linkage" not in dumped
     assert "k1*k2/N" in result.text and "FAILED" in result.text
+    # what the gate keeps (check metadata, reports, the ledger) has the sizes, not the values of
+    # the smallest intersecting classes, which hold fewer than min_k persons
+    shown = result.to_dict(class_values=False)
+    assert "new_class" not in shown["example"] and "earlier_class" not in shown["example"]
+    assert shown["example"]["new_class_persons"] == result.example["new_class_persons"]
+    assert all(p["example_new"] is None and p["example_old"] is None for p in shown["compared"])
+    values = {str(v) for c in (result.example["new_class"], result.example["earlier_class"]) for v in c.values()}
+    kept = json.dumps(shown)
+    assert not any(f'"{v}"' in kept for v in values if not v.isdigit())
 
     relaxed = check_composition(new, ledger, population="patients", release="by_profession",
                                 partition="2024", min_k=1)
