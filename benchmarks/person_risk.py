@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from anon_dagster import measure_risk  # noqa: E402
 from anon_dagster.risk.person import person_figures  # noqa: E402
+from anon_dagster.risk.sensitive import code_sensitive  # noqa: E402
 
 QIS = ["age", "sex", "postal_code", "profession", "month", "province"]
 
@@ -71,7 +72,10 @@ def main() -> None:
         full_w.append(w)
         full_c.append(c)
         ec = measured.equivalence_classes
-        w, c, figures = timed(lambda ec=ec: person_figures(ec, df["person"], df[["diagnosis"]]))
+        # the sensitive column as the row-level measurement coded it (measure_risk shares it)
+        coded = code_sensitive(df["diagnosis"], "diagnosis")
+        w, c, figures = timed(lambda ec=ec, coded=coded: person_figures(ec, df["person"],
+                                                                         [(coded.codes, coded.n_values)]))
         per_w.append(w)
         per_c.append(c)
     med = statistics.median

@@ -200,6 +200,7 @@ def measure_risk(
     )
 
     # ----- attribute disclosure ------------------------------------------------------------
+    coded_columns: list[tuple[np.ndarray, int]] = []  # shared with the person-level figures
     for name in sens:
         coded = code_sensitive(
             df[name], name,
@@ -208,6 +209,7 @@ def measure_risk(
             hierarchy=_per_attribute(sensitive_hierarchy, name),
         )
         measures.sensitive_results.append(_sensitive(ec, coded, recursive_c, attribute_disclosure))
+        coded_columns.append((coded.codes, coded.n_values))
     if sens:
         summaries = {r.name: r.summary(recursive_c) for r in measures.sensitive_results}
         measures.l_distinct = min(s["l_distinct"] for s in summaries.values())
@@ -293,8 +295,7 @@ def measure_risk(
     if persons is not None:
         from .person import person_figures
 
-        extras["person"] = person_figures(ec, pd.Series(persons).reset_index(drop=True),
-                                          df[sens].reset_index(drop=True) if sens else None,
+        extras["person"] = person_figures(ec, pd.Series(persons).reset_index(drop=True), coded_columns,
                                           population_sizes=F if population is not None else None)
 
     # ----- breakdowns ----------------------------------------------------------------------

@@ -29,6 +29,7 @@ independently, with its length), so keys are grouped without ordering them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,10 +151,14 @@ class PersonClasses:
             "uniques_fraction": float((per_person == 1).sum() / self.n_persons),
         }
 
-    def sensitive_figures(self, values: pd.Series) -> dict[str, float]:
-        """l_distinct, l_entropy and t_closeness (total variation) per person of one sensitive column."""
-        vcodes, n_values = factorize_column(pd.Series(values).reset_index(drop=True))
-        vcodes = vcodes.astype(np.int64)
+    def sensitive_figures(self, values: pd.Series | tuple[np.ndarray, int]) -> dict[str, float]:
+        """l_distinct, l_entropy and t_closeness (total variation) per person of one sensitive
+        column, given as values or already coded (``(codes, n_values)``, codes in [0, n_values))."""
+        if isinstance(values, tuple):
+            vcodes, n_values = values
+        else:
+            vcodes, n_values = factorize_column(pd.Series(values).reset_index(drop=True))
+        vcodes = np.asarray(vcodes).astype(np.int64)
         pairs, _ = _distinct(self.person_of_row * max(n_values, 1) + vcodes,
                              self.n_persons * max(n_values, 1))  # distinct (person, value)
         person, value = pairs // max(n_values, 1), pairs % max(n_values, 1)
@@ -183,17 +188,21 @@ class PersonClasses:
                 "t_closeness": float(tv.max())}
 
 
-def person_figures(classes: EquivalenceClasses, persons: pd.Series, sensitive: pd.DataFrame | None = None,
+def person_figures(classes: EquivalenceClasses, persons: pd.Series,
+                   sensitive: pd.DataFrame | Sequence[tuple[np.ndarray, int]] | None = None,
                    population_sizes: np.ndarray | None = None) -> dict[str, Any]:
     """Every person-level figure of a table (see the module docstring).
 
     ``population_sizes`` is F per row class (journalist risk per person, a lower bound);
-    ``sensitive`` the sensitive columns (the worst over them, as at row level).
+    ``sensitive`` the sensitive columns (the worst over them, as at row level), as a table or
+    already coded (``(codes, n_values)`` per column: the row-level measurement's own coding).
     """
     pc = PersonClasses.build(classes, persons)
     out = pc.figures()
-    if sensitive is not None and len(sensitive.columns) and pc.n_persons:
-        per_column = [pc.sensitive_figures(sensitive[c]) for c in sensitive.columns]
+    columns = ([sensitive[c] for c in sensitive.columns] if isinstance(sensitive, pd.DataFrame)
+               else list(sensitive or []))
+    if columns and pc.n_persons:
+        per_column = [pc.sensitive_figures(c) for c in columns]
         out["l_distinct"] = min(f["l_distinct"] for f in per_column)
         out["l_entropy"] = min(f["l_entropy"] for f in per_column)
         out["t_closeness"] = max(f["t_closeness"] for f in per_column)
