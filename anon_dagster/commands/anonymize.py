@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{out}: the output would overwrite the input")
     keystore = open_keystore() if spec.pseudonymized else None
     # no linkage column: this output is not composed with the ledger
-    pseudo = pipeline.pseudonymize(spec, ingested.data, keystore, linkage=False)
+    pseudo = pipeline.pseudonymize(spec, ingested.data, keystore, linkage=False, partition=args.partition)
     progress = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
         result = pipeline.anonymize(spec, pseudo.data, progress=progress, relax=False)

@@ -1,7 +1,10 @@
 """``anon-dagster keys init | rotate | list | bridge | rekey | reseal-tokens``: the key store.
 
 Nothing here ever shows key material. ``bridge``, ``rekey`` and ``reseal-tokens`` carry data
-across a rotation (see docs/pseudonymization.md, *Rotation and its cost*).
+across a rotation (see docs/pseudonymization.md, *Rotation and its cost*). A column of scope
+``release`` (the default) is carried over one publication at a time: ``bridge`` and ``rekey``
+take ``--partition`` with ``--spec``; ``reseal-tokens`` re-seals the purpose's vault and every
+publication's vault of that purpose.
 
 The key store path comes from ``--path`` or ``ANON_DAGSTER_KEYSTORE``; the passphrase from
 ``ANON_DAGSTER_KEYSTORE_PASSPHRASE`` (or, on a terminal, a prompt); as for every entry point,
@@ -35,6 +38,8 @@ from ..pseudonymize.keystore import (
     open_keystore,
 )
 from ..pseudonymize.rotation import hmac_bridge, rekey_aes_siv, rekey_token_vault
+from ..pseudonymize.table import column_publication
+from ..pseudonymize.tokens import vault_path, vault_publications
 from ..spec import NormalizeSpec, load_spec
 
 
@@ -64,6 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     column.add_argument("--input", required=True, help="table (csv/parquet) holding the column")
     column.add_argument("--output", required=True, help="table to write (mode 0600; personal data)")
     column.add_argument("--to-version", type=int, help="target key version (default: current)")
+    column.add_argument("--partition", help="with --spec: the partition the pseudonyms belong to "
+                                            "(needed for a column of scope release in a partitioned spec)")
     bridge = ksub.add_parser(
         "bridge", parents=[common, column],
         help="HMAC old -> new pseudonym table from the ORIGINAL identifiers (run in the secure zone)")
@@ -149,8 +156,9 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _column_settings(args: argparse.Namespace, method: str) -> tuple[str, NormalizeSpec, bool]:
-    """(purpose, normalization, prefix_version) from --spec, else from --purpose and defaults."""
+def _column_settings(args: argparse.Namespace, method: str) -> tuple[str, NormalizeSpec, bool, str | None]:
+    """(purpose, normalization, prefix_version, publication label or None) from --spec (and
+    --partition), else from --purpose and defaults (scope population)."""
     if args.spec:
         spec = load_spec(args.spec)
         col = spec.columns.get(args.column)
@@ -158,10 +166,13 @@ def _column_settings(args: argparse.Namespace, method: str) -> tuple[str, Normal
             raise UserError(f"{args.spec}: column {args.column!r} is not a pseudonymized identifier")
         if col.pseudonymize.method.lower() != method:
             raise UserError(f"{args.spec}: column {args.column!r} uses {col.pseudonymize.method!r}, not {method}")
-        return col.pseudonymize.purpose, col.pseudonymize.normalize, col.pseudonymize.prefix_version
+        publication = column_publication(spec, args.column, args.partition)
+        return col.pseudonymize.purpose, col.pseudonymize.normalize, col.pseudonymize.prefix_version, publication
+    if args.partition:
+        raise UserError("--partition needs --spec (the release and the column's scope come from it)")
     if not args.purpose:
         raise UserError("give --spec, or --purpose")
-    return args.purpose, NormalizeSpec(), True
+    return args.purpose, NormalizeSpec(), True, None
 
 
 def _read_column(args: argparse.Namespace):
@@ -172,11 +183,12 @@ def _read_column(args: argparse.Namespace):
 
 
 def run_bridge(args: argparse.Namespace) -> int:
-    purpose, normalize, prefix = _column_settings(args, "hmac")
+    purpose, normalize, prefix, publication = _column_settings(args, "hmac")
     table = _read_column(args)
     ks = _open(args)
     bridge = hmac_bridge(table[args.column], ks, purpose=purpose, from_version=args.from_version,
-                         to_version=args.to_version, normalize=normalize, prefix_version=prefix)
+                         to_version=args.to_version, normalize=normalize, prefix_version=prefix,
+                         publication=publication)
     write_table_atomic(bridge, args.output, mode=0o600)
     print(f"{args.output}: {len(bridge)} old -> new pseudonym pairs (purpose {purpose!r}); "
           "it links both generations: keep it with the pseudonymized data, never publish it")
@@ -184,12 +196,12 @@ def run_bridge(args: argparse.Namespace) -> int:
 
 
 def run_rekey(args: argparse.Namespace) -> int:
-    purpose, _, prefix = _column_settings(args, "aes_siv")
+    purpose, _, prefix, publication = _column_settings(args, "aes_siv")
     table = _read_column(args)
     ks = _open(args)
     out = table.copy()
     out[args.column] = rekey_aes_siv(table[args.column], ks, purpose=purpose, to_version=args.to_version,
-                                     prefix_version=prefix).to_numpy()
+                                     prefix_version=prefix, publication=publication).to_numpy()
     write_table_atomic(out, args.output, mode=0o600)
     version = args.to_version or ks.current_version
     print(f"{args.output}: column {args.column!r} re-keyed to version {version} ({len(out)} rows)")
@@ -198,6 +210,13 @@ def run_rekey(args: argparse.Namespace) -> int:
 
 def run_reseal(args: argparse.Namespace) -> int:
     ks = _open(args)
-    count = rekey_token_vault(ks, args.purpose)
-    print(f"token vault {args.purpose!r}: {count} tokens re-sealed under key version {ks.current_version}")
+    publications = vault_publications(ks, args.purpose)
+    # the purpose's own vault (scope population) as before; not created when only publications have one
+    if not publications or vault_path(ks, args.purpose).exists():
+        count = rekey_token_vault(ks, args.purpose)
+        print(f"token vault {args.purpose!r}: {count} tokens re-sealed under key version {ks.current_version}")
+    for label in publications:
+        count = rekey_token_vault(ks, args.purpose, publication=label)
+        print(f"token vault {args.purpose!r} of publication {label}: {count} tokens re-sealed "
+              f"under key version {ks.current_version}")
     return 0

@@ -122,7 +122,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     @asset(**attributes("pseudonymized"), ins={"raw": AssetIn(key=key["raw"])}, required_resource_keys={"keystore"})
     def pseudonymized(context: AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
         store = context.resources.keystore.open() if pipeline.needs_keystore(spec) else None
-        result = pipeline.pseudonymize(spec, raw, store)
+        result = pipeline.pseudonymize(spec, raw, store, partition=partition_of(context))
         meta: dict[str, Any] = {"rows": len(result.data)}
         if result.summary:
             meta["pseudonymization"] = MetadataValue.json(result.summary)

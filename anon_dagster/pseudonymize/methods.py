@@ -25,6 +25,17 @@ Definitions (the formats are stable; :func:`pseudonym_pattern` gives the matchin
 With ``prefix_version`` (the default) the hmac and aes_siv pseudonyms start with ``v<N>:``, the
 key version they were made with, so data keeps saying which key it needs after a rotation.
 Tokens carry no version: they are random, not derived from a key.
+
+**Scope** — how far one person's pseudonym links rows (``columns.<name>.pseudonymize.scope``):
+
+* ``population`` — the keys above: the same identifier gets the same pseudonym in every release;
+* ``release`` — the key is bound to one publication: ``K`` is derived with
+  ``info=[..., purpose, "publication", "<release>/<partition>", v]`` (:func:`publication_label`;
+  ``<release>/all`` for a release without partitions), and a token comes from that
+  publication's own vault. Within one publication a person keeps one pseudonym; two
+  publications share none (HMAC and AES-SIV are pseudo-random under independent keys);
+* ``row`` (hmac only) — every row gets a fresh random value in the hmac format
+  (:func:`random_hex_column`): a function of nothing, it links no two rows.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ import binascii
 import hashlib
 import importlib
 import re
+import secrets
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +83,31 @@ def pseudonym_pattern(method: str, prefix_version: bool = True) -> str:
     if prefix_version and method != "token":
         return rf"^v[1-9][0-9]*:{body}$"
     return rf"^{body}$"
+
+
+# A release name (``release`` of the spec) and a partition key (``partitions``): neither holds a
+# ``/``, and ``all`` is no partition key of any cadence, so a label names one publication only.
+_RELEASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARTITION_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+ALL_PARTITIONS = "all"
+PUBLICATION_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*/[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+
+
+def publication_label(release: str, partition: str | None) -> str:
+    """The label of one publication a ``release``-scoped pseudonym is bound to:
+    ``"<release>/<partition>"``, or ``"<release>/all"`` for a release without partitions.
+
+    One label per publication and one publication per label: a release name has no ``/`` and a
+    partition key is a plain key other than ``all`` (anything else raises DataError).
+    """
+    if not isinstance(release, str) or not _RELEASE_NAME.fullmatch(release):
+        raise DataError(f"{str(release)[:40]!r} is not a release name: a pseudonym's scope cannot be bound to it")
+    if partition is None:
+        return f"{release}/{ALL_PARTITIONS}"
+    if not isinstance(partition, str) or not _PARTITION_KEY.fullmatch(partition) or partition == ALL_PARTITIONS:
+        raise DataError(f"release {release!r}: {str(partition)[:40]!r} is not a partition key: "
+                        "a pseudonym's scope cannot be bound to it")
+    return f"{release}/{partition}"
 
 
 def split_version(pseudonym: str) -> tuple[int | None, str]:
@@ -239,7 +276,12 @@ def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
 def _hex_rows(digests: bytes, prefix: str) -> np.ndarray:
     """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of each 32-byte digest's first 16 bytes."""
     n = len(digests) // 32
-    raw = np.frombuffer(digests, dtype=np.uint8).reshape(n, 32)[:, :HMAC_BYTES]
+    return _hex_matrix(np.frombuffer(digests, dtype=np.uint8).reshape(n, 32)[:, :HMAC_BYTES], prefix)
+
+
+def _hex_matrix(raw: np.ndarray, prefix: str) -> np.ndarray:
+    """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of each row of the (n, 16) bytes ``raw``."""
+    n = len(raw)
     p = len(prefix.encode("ascii"))
     rows = np.empty((n, p + 2 * HMAC_BYTES), dtype=np.uint8)
     rows[:, :p] = np.frombuffer(prefix.encode("ascii"), dtype=np.uint8)
@@ -269,6 +311,24 @@ def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Arr
         return pa.array([], type=pa.large_string())
     rows = _hex_rows(hmac_concat(key, values), prefix)
     return _rows_to_strings(rows, np.arange(n), np.ones(n, dtype=bool))
+
+
+def random_hex_column(normalized: pa.Array, prefix: str = "") -> tuple[pa.Array, int]:
+    """Scope ``row``: a fresh random pseudonym per present row (``prefix`` + 32 hex digits, the
+    hmac format), null where the identifier is null; and the number of distinct identifiers.
+
+    128 bits from the operating system's CSPRNG per row: a function of nothing, so no two rows
+    share a pseudonym (2^-128 per pair), not even two rows of one person, and no key recomputes
+    one. Only the count of distinct identifiers is taken from the values.
+    """
+    valid = normalized.is_valid().to_numpy(zero_copy_only=False)
+    present = int(valid.sum())
+    distinct = int(pc.count_distinct(normalized, mode="only_valid").as_py()) if present else 0
+    if present == 0:
+        return pa.nulls(len(normalized), type=pa.large_string()), 0
+    raw = np.frombuffer(secrets.token_bytes(HMAC_BYTES * present), dtype=np.uint8).reshape(present, HMAC_BYTES)
+    codes = np.cumsum(valid, dtype=np.intp) - 1  # the k-th present row takes random value k
+    return _rows_to_strings(_hex_matrix(raw, prefix), codes, valid), distinct
 
 
 DEDUPE_SAMPLE = 20_000

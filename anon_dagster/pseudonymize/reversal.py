@@ -10,6 +10,11 @@ reversed by anyone, by design: there is nothing to decrypt, only a one-way funct
 
 What comes back is the *normalized* identifier (trimmed, case-folded, NFC, as the column
 declared), since that is what was keyed.
+
+A pseudonym of scope ``release`` opens only with its own publication (``publication``, the
+label ``"<release>/<partition>"``): that publication's key for AES-SIV, its vault for tokens.
+Under any other publication it does not authenticate (or is in no vault) and comes back not
+found: nothing is decrypted. The publication asked for is in the log entry.
 """
 
 from __future__ import annotations
@@ -68,12 +73,14 @@ def reidentify(
     reason: str,
     key_version: int | None = None,
     audit: AuditLog | None = None,
+    publication: str | None = None,
 ) -> Reversal:
     """Turn AES-SIV pseudonyms or tokens back into identifiers, logging the request.
 
     ``key_version`` is needed only for AES-SIV pseudonyms written without a version prefix;
     when it is omitted for those, every key version is tried (AES-SIV authenticates, so only
-    the right key opens a pseudonym).
+    the right key opens a pseudonym). ``publication`` is the publication label of pseudonyms
+    of scope ``release`` (None: scope ``population``).
     """
     audit = audit or AuditLog(keystore)
     try:
@@ -89,6 +96,8 @@ def reidentify(
         "reason": (reason or "").strip(),
         "method": method,
         "purpose": purpose,
+        "scope": "population" if publication is None else "release",
+        **({} if publication is None else {"publication": publication}),
         "count": len(pseudonyms),
         "pseudonyms_sha256": _digest(pseudonyms),
         "first_pseudonyms": pseudonyms[:LOGGED_PSEUDONYMS],
@@ -111,7 +120,7 @@ def reidentify(
     versions: dict[int, int] = {}
     out: list[str | None] = []
     if method == "token":
-        with open_vault(keystore, purpose, write=False) as vault:
+        with open_vault(keystore, purpose, write=False, publication=publication) as vault:
             out = [vault.lookup(p) if p else None for p in pseudonyms]
     else:
         all_versions = sorted((k.version for k in keystore.versions()), reverse=True)
@@ -125,7 +134,7 @@ def reidentify(
             for v in candidates:
                 if v not in all_versions:
                     continue
-                found = siv_decrypt(keystore.pseudonym_key("aes_siv", purpose, v), purpose, body)
+                found = siv_decrypt(keystore.pseudonym_key("aes_siv", purpose, v, publication), purpose, body)
                 if found is not None:
                     versions[v] = versions.get(v, 0) + 1
                     break

@@ -89,8 +89,12 @@ class Pseudonymized:
 
 
 def pseudonymize(spec: ReleaseSpec, raw: pd.DataFrame, keystore: Any | None, *,
-                 linkage: bool = True) -> Pseudonymized:
+                 linkage: bool = True, partition: str | None = None) -> Pseudonymized:
     """Identifiers pseudonymized as declared, the others dropped.
+
+    ``partition`` is the partition ``raw`` holds (None: the whole release): a column of scope
+    ``release`` (the default) is bound to that one publication, so another partition's
+    pseudonyms of the same person differ.
 
     With ``linkage`` (the default) and a ``composition`` block, the column
     :data:`~anon_dagster.release.gate.LINKAGE_COLUMN` holds each row's linkage pseudonym of
@@ -104,7 +108,7 @@ def pseudonymize(spec: ReleaseSpec, raw: pd.DataFrame, keystore: Any | None, *,
     if spec.pseudonymized or wants_linkage:
         check_keystore(spec, keystore)
     if spec.pseudonymized:
-        out, summary = pseudonymize_columns(raw, spec, keystore)
+        out, summary = pseudonymize_columns(raw, spec, keystore, partition=partition)
         info = summary.to_dict()
     else:
         out, info = raw.drop(columns=[c for c in spec.identifiers if c in raw.columns]), {}
@@ -320,7 +324,7 @@ def run_gate(spec: ReleaseSpec, *, partition: str | None = None, input_path: str
     """Ingest, pseudonymize, anonymize and evaluate one partition, as the Dagster assets and
     checks do in turn (``anon-dagster check``): the same functions, so the same outcomes."""
     ingested = ingest(spec, partition, input_path)
-    pseudo = pseudonymize(spec, ingested.data, keystore)
+    pseudo = pseudonymize(spec, ingested.data, keystore, partition=partition)
     anon = anonymize(spec, pseudo.data)
     evaluation = evaluate(spec, anon.data, record=anon.record, original=pseudo.data, raw=ingested.data,
                           ledger=ledger, partition=partition, only=only)

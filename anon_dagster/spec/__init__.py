@@ -11,7 +11,9 @@ spec and its derived views), :mod:`.loading` (YAML, validation, data checks).
 """
 
 from .columns import (
+    DEFAULT_PSEUDONYM_SCOPE,
     ENUMERATION_WARNING,
+    PSEUDONYM_SCOPES,
     SAFE_PSEUDONYM_METHODS,
     UNSAFE_HASHES,
     ColumnSpec,
@@ -21,6 +23,7 @@ from .columns import (
     MaskSpec,
     NormalizeSpec,
     PseudonymizeSpec,
+    PseudonymScope,
     Role,
     TableSpec,
     build_hierarchy,
@@ -46,7 +49,9 @@ from .models import (
 from .policy import PolicySpec, PopulationSpec, RecursiveCL, ThresholdsSpec
 
 __all__ = [
+    "DEFAULT_PSEUDONYM_SCOPE",
     "ENUMERATION_WARNING",
+    "PSEUDONYM_SCOPES",
     "SAFE_PSEUDONYM_METHODS",
     "UNSAFE_HASHES",
     "AnonymizationSpec",
@@ -62,6 +67,7 @@ __all__ = [
     "PolicySpec",
     "PopulationSpec",
     "PseudonymizeSpec",
+    "PseudonymScope",
     "PublicationSpec",
     "RecursiveCL",
     "ReleaseSpec",

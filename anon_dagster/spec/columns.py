@@ -84,13 +84,28 @@ class NormalizeSpec(_Model):
     unicode: Literal["NFC", "NFKC", "none"] = "NFC"
 
 
+PseudonymScope = Literal["row", "release", "population"]
+PSEUDONYM_SCOPES: tuple[str, ...] = ("row", "release", "population")
+DEFAULT_PSEUDONYM_SCOPE = "release"
+
+
 class PseudonymizeSpec(_Model):
-    """How an identifier is replaced: hmac (one-way), aes_siv (reversible) or token."""
+    """How an identifier is replaced: hmac (one-way), aes_siv (reversible) or token.
+
+    ``scope`` is how far one person's pseudonym links rows: ``row`` (every row its own random
+    pseudonym: nothing links), ``release`` (one person, one pseudonym within one publication —
+    one release partition — and another in every other publication) or ``population`` (the same
+    pseudonym in every release, as the key alone decides; needs a ``composition`` block, which
+    checks that linkage against the earlier publications).
+    """
 
     method: str
     purpose: str = "default"
     normalize: NormalizeSpec = NormalizeSpec()
     prefix_version: bool = True
+    # release: analyses within one publication keep working, following a person across
+    # publications needs a spec that asks for it (population) and the composition check
+    scope: PseudonymScope = DEFAULT_PSEUDONYM_SCOPE
 
 
 Role = Literal["identifier", "quasi", "sensitive", "insensitive"]
@@ -169,6 +184,11 @@ def column_problems(name: str, col: ColumnSpec, resolve: Callable[[str], Path]) 
             add(f"{key}.pseudonymize.method", f"{col.pseudonymize.method!r} is refused: {ENUMERATION_WARNING}")
         elif method not in SAFE_PSEUDONYM_METHODS:
             add(f"{key}.pseudonymize.method", f"unknown method {method!r} (use hmac, aes_siv or token)")
+        if col.pseudonymize.scope == "row" and method in ("aes_siv", "token"):
+            # a per-row random value cannot be reversed, nor recomputed to reverse it
+            add(f"{key}.pseudonymize.scope",
+                f"scope 'row' gives every row a random pseudonym, and {method} is reversible, so its "
+                "pseudonym must be reproducible: use scope 'release' or 'population', or method hmac")
     if col.hierarchy is not None and col.role not in ("quasi", "sensitive"):
         # a sensitive attribute's hierarchy is used by hierarchical t-closeness only
         add(f"{key}.hierarchy", f"only quasi-identifiers and sensitive attributes take a hierarchy (role is {col.role!r})")

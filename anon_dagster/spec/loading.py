@@ -94,6 +94,12 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
         utility.startswith("query:") and utility[6:] in names
     ):
         add("anonymization.utility", f"{utility!r} is not entropy, loss, discernibility, aecs or query:<name of a utility query>")
+    for name in spec.pseudonymized:
+        if spec.columns[name].pseudonymize.scope == "population" and spec.composition is None:
+            add(f"columns.{name}.pseudonymize.scope",
+                "scope 'population' links a person across releases: declare a composition block "
+                "(composition.population, composition.person) so the linkage is checked against the "
+                "earlier publications, or use scope 'release'")
     if spec.composition is not None and spec.composition.person not in spec.columns:
         add("composition.person", f"column {spec.composition.person!r} is not declared under columns")
     if spec.publication.mode == "aggregates" and spec.publication.epsilon is None:

@@ -218,7 +218,9 @@ def test_cli_reidentify_a_table_by_spec(ks, tmp_path, capsys):
         "columns:\n  pid: {role: identifier, pseudonymize: {method: token, purpose: follow_up}}\n"
         "  age: {role: quasi}\n"
     )
-    tokens, _ = pseudonymize_values(pd.Series(["A", "B"]), ks, method="token", purpose="follow_up")
+    # the column's scope is release (the default), and the spec has no partitions: publication r/all
+    tokens, _ = pseudonymize_values(pd.Series(["A", "B"]), ks, method="token", purpose="follow_up",
+                                    scope="release", publication="r/all")
     flagged = tmp_path / "flagged.csv"
     pd.DataFrame({"pid": [tokens[1], tokens[0]], "note": ["x", "y"]}).to_csv(flagged, index=False)
     out = tmp_path / "identified.csv"

@@ -134,15 +134,16 @@ def test_rotation_keeps_old_data_reversible_and_reproducible(tmp_path):
     again_v1, _ = pseudonymize(df, spec, reopened, key_version=1)
     assert (again_v1["pid"] == old["pid"]).all()
     audit = AuditLog(reopened)
+    publication = "ext2keys/all"  # scope release (the default), a release without partitions
     back = reidentify(list(old["case"]), keystore=reopened, method="aes_siv", purpose="care",
-                      actor="custodian", reason="court order 12", audit=audit)
+                      actor="custodian", reason="court order 12", audit=audit, publication=publication)
     assert list(back.identifiers) == ["C-1", "C-2", "C-3"]
     tokens = reidentify(list(old["mail"]), keystore=reopened, method="token", purpose="follow",
-                        actor="custodian", reason="recall", audit=audit)
+                        actor="custodian", reason="recall", audit=audit, publication=publication)
     assert list(tokens.identifiers) == ["a@x", "b@x", "a@x"]
     # a pseudonym of another purpose does not open under this one
     other = reidentify(list(old["case"][:1]), keystore=reopened, method="aes_siv", purpose="billing",
-                       actor="custodian", reason="test", audit=audit)
+                       actor="custodian", reason="test", audit=audit, publication=publication)
     assert other.identifiers == [None] and other.not_found == 1
     with pytest.raises(UserError):  # HMAC is one-way, and the refusal is logged too
         reidentify(list(old["pid"]), keystore=reopened, method="hmac", purpose="research",

@@ -94,7 +94,7 @@ def test_no_output_contains_key_material_or_the_passphrase(env, tmp_path, capsys
     shown += [repr(ks).encode(), repr(ks.backend).encode(), str(ks.versions()).encode()]
 
     # a table with the three methods
-    spec = spec_from_dict({
+    raw_spec = {
         "release": "leak_check", "source": {"path": "raw.csv"}, "publication": {"path": "out.parquet"},
         "columns": {
             "patient_id": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research"}},
@@ -103,7 +103,11 @@ def test_no_output_contains_key_material_or_the_passphrase(env, tmp_path, capsys
             "name": {"role": "identifier"},
             "age": {"role": "quasi"},
         },
-    })
+    }
+    spec_file = tmp_path / "leak_check.yaml"
+    spec_file.write_text(json.dumps(raw_spec))  # JSON is YAML: the CLI reads the same spec
+    spec = spec_from_dict(raw_spec, spec_file)
+    publication = "leak_check/all"  # scope release (the default) of a release without partitions
     n = 300
     df = pd.DataFrame({
         "patient_id": [f"{i:08d}Z" for i in range(n)],
@@ -118,15 +122,19 @@ def test_no_output_contains_key_material_or_the_passphrase(env, tmp_path, capsys
     shown += [out.to_csv().encode(), buffer.getvalue(), json.dumps(summary.to_dict()).encode(), repr(summary).encode()]
 
     # reversal, refusal, audit verification, rotation helpers
-    res = reidentify(out["case_id"][:5], keystore=ks, method="aes_siv", purpose="care", actor="a", reason="r")
+    res = reidentify(out["case_id"][:5], keystore=ks, method="aes_siv", purpose="care", actor="a", reason="r",
+                     publication=publication)
     shown.append(repr(res).encode())
-    assert cli("reidentify", "--method", "token", "--purpose", "contact", "--actor", "a", "--reason", "r",
+    assert res.not_found == 0
+    assert cli("reidentify", "--spec", str(spec_file), "--column", "email", "--actor", "a", "--reason", "r",
                out["email"][0]) == 0
     assert cli("reidentify", "--method", "hmac", "--purpose", "research", "--actor", "a", "--reason", "r",
                out["patient_id"][0]) == 2
     assert cli("audit", "verify") == 0
-    shown.append(hmac_bridge(df["patient_id"], ks, purpose="research", from_version=1).to_csv().encode())
-    shown.append(rekey_aes_siv(out["case_id"], ks, purpose="care", to_version=1).to_csv().encode())
+    shown.append(hmac_bridge(df["patient_id"], ks, purpose="research", from_version=1,
+                             publication=publication).to_csv().encode())
+    shown.append(rekey_aes_siv(out["case_id"], ks, purpose="care", to_version=1,
+                               publication=publication).to_csv().encode())
 
     # failure paths
     failing(open_keystore, passphrase="wrong " + PASSPHRASE[::-1])
@@ -157,6 +165,8 @@ def test_no_output_contains_key_material_or_the_passphrase(env, tmp_path, capsys
     for v in (1, 2):
         secrets[f"hmac research v{v}"] = ks.pseudonym_key("hmac", "research", v)
         secrets[f"aes_siv care v{v}"] = ks.pseudonym_key("aes_siv", "care", v)
+        secrets[f"hmac research {publication} v{v}"] = ks.pseudonym_key("hmac", "research", v, publication)
+        secrets[f"aes_siv care {publication} v{v}"] = ks.pseudonym_key("aes_siv", "care", v, publication)
         for purpose in ("audit-log", "token-vault:contact", "ledger-linkage", "data-at-rest"):
             secrets[f"{purpose} v{v}"] = ks.derive_key(purpose, v)
     secrets["short env key"] = base64.b64decode(short_key)

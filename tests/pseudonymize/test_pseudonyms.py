@@ -242,7 +242,7 @@ def test_pseudonymize_table_replaces_drops_and_passes_through(ks):
     assert cols["patient_id"] == {
         "column": "patient_id", "method": "hmac", "purpose": "research", "key_version": 1, "rows": 4,
         "nulls_kept": 1, "distinct": 2, "reversible": False, "prefix_version": True,
-        "pattern": pseudonym_pattern("hmac", True),
+        "pattern": pseudonym_pattern("hmac", True), "scope": "release", "publication": "r/all",
     }
     assert cols["case_id"]["reversible"] and cols["case_id"]["distinct"] == 4
     assert all(re.fullmatch(cols["case_id"]["pattern"], p) for p in out["case_id"])

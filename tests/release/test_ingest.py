@@ -63,9 +63,10 @@ def test_the_pseudonym_is_that_of_the_text(tmp_path, master_key):
     from anon_dagster.pseudonymize import pseudonymize_values
 
     spec = write(tmp_path, "parquet", ["12345678901234567890"])
-    out = pipeline.pseudonymize(spec, pipeline.ingest(spec, "2024").data, open_keystore())
+    out = pipeline.pseudonymize(spec, pipeline.ingest(spec, "2024").data, open_keystore(), partition="2024")
+    # scope release (the default): the key of publication ids/2024
     expected, _ = pseudonymize_values(pd.Series(["12345678901234567890"]), open_keystore(), method="hmac",
-                                      purpose="research")
+                                      purpose="research", scope="release", publication="ids/2024")
     assert out.data["pid"].tolist() == expected.tolist()
 
 

@@ -5,7 +5,9 @@ use with HKDF-SHA256 (RFC 5869), whose ``info`` is the JSON list
 ``["anon_dagster", family, *labels, version]`` — length-delimited, so no two uses can collide:
 
 * pseudonym keys: ``["anon_dagster", "pseudonym", method, purpose, v]`` (one per purpose, so the
-  research and the billing tables share no pseudonym and cannot be joined);
+  research and the billing tables share no pseudonym and cannot be joined), and
+  ``[..., purpose, "publication", "<release>/<partition>", v]`` for a pseudonym of scope ``release``
+  (one key per publication, so two publications share no pseudonym);
 * internal keys, :meth:`KeyStore.derive_key`: ``["anon_dagster", "internal", purpose, v]`` for
   ``"ledger-linkage"``, ``"data-at-rest"``, ``"audit-log"``, ``"token-vault:<purpose>"``…
 

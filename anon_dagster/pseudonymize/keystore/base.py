@@ -5,7 +5,9 @@ use with HKDF-SHA256 (RFC 5869), whose ``info`` is the JSON list
 ``["anon_dagster", family, *labels, version]`` — length-delimited, so no two uses can collide:
 
 * pseudonym keys: ``["anon_dagster", "pseudonym", method, purpose, v]`` (one per purpose, so the
-  research and the billing tables share no pseudonym and cannot be joined);
+  research and the billing tables share no pseudonym and cannot be joined), and
+  ``[..., purpose, "publication", "<release>/<partition>", v]`` for a pseudonym of scope ``release`` (one key
+  per publication, so two publications share no pseudonym);
 * internal keys, :meth:`KeyStore.derive_key`: ``["anon_dagster", "internal", purpose, v]`` for
   ``"ledger-linkage"``, ``"data-at-rest"``, ``"audit-log"``, ``"token-vault:<purpose>"``…
 
@@ -244,11 +246,18 @@ class KeyStore:
         v = self._resolve(version)
         return self._derive(v, hkdf_info("internal", purpose, v), 32)
 
-    def pseudonym_key(self, method: str, purpose: str, version: int | None = None) -> bytes:
-        """The per-purpose pseudonym subkey: info = ``["anon_dagster","pseudonym",method,purpose,v]``."""
+    def pseudonym_key(self, method: str, purpose: str, version: int | None = None,
+                      publication: str | None = None) -> bytes:
+        """The per-purpose pseudonym subkey: info = ``["anon_dagster","pseudonym",method,purpose,v]``;
+        for a pseudonym of scope ``release``, bound to one publication,
+        ``[..., purpose, "publication", publication, v]`` with ``publication`` its label
+        (``"<release>/<partition>"``, :func:`~anon_dagster.pseudonymize.methods.publication_label`).
+        The two lists differ in length, so no publication's key is another's or the unbound one."""
         v = self._resolve(version)
         length = 64 if method == "aes_siv" else 32
-        return self._derive(v, hkdf_info("pseudonym", method, purpose, v), length)
+        labels: tuple[str | int, ...] = ((method, purpose, v) if publication is None
+                                         else (method, purpose, "publication", publication, v))
+        return self._derive(v, hkdf_info("pseudonym", *labels), length)
 
     # -- rotation --
     def rotate(self) -> KeyInfo:
