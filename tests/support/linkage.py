@@ -52,19 +52,24 @@ def two_years(spell_2024: Callable[[str], str] = lambda pid: pid, *, base: Calla
 
 
 def composing_release(tmp: Path, data: pd.DataFrame, *, name: str = "yearly",
-                      normalize: dict[str, Any] | None = None, pseudonymized: bool = True) -> Path:
+                      normalize: dict[str, Any] | None = None, pseudonymized: bool = True,
+                      scope: str = "population") -> Path:
     """A release of ``data`` (no generalization, k = 2) composing its years with ``min_k`` 2.
 
     ``normalize`` is the person column's ``pseudonymize.normalize`` block; ``pseudonymized=False``
-    drops the person column instead (it is still the composition's person).
+    drops the person column instead (it is still the composition's person). ``scope`` is the
+    person column's pseudonym scope: ``population`` by default, so the two years' files join on
+    the published pseudonym, the linkage the composition check must see.
     """
     path = write_release(tmp, name=name, method="none", k=2, thresholds={"k": 2}, max_suppression=0.0, data=data)
     spec = yaml.safe_load(path.read_text())
     spec["columns"]["age"] = {"role": "quasi"}
     if not pseudonymized:
         spec["columns"]["pid"] = {"role": "identifier"}
-    elif normalize is not None:
-        spec["columns"]["pid"]["pseudonymize"]["normalize"] = normalize
+    else:
+        spec["columns"]["pid"]["pseudonymize"]["scope"] = scope
+        if normalize is not None:
+            spec["columns"]["pid"]["pseudonymize"]["normalize"] = normalize
     spec["composition"] = {"population": f"{name}_people", "person": "pid", "min_k": 2}
     path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
     return path

@@ -22,8 +22,11 @@ from .ledgers import env_ledger
 def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = None,
                   method: str = "global", k: int = 2, rows_2023: int = 40, rows_2024: int = 40,
                   max_suppression: float = 0.5, composition: bool = True, seed: int = 0,
-                  data: pd.DataFrame | None = None) -> Path:
+                  data: pd.DataFrame | None = None, pid: dict | None = None) -> Path:
     """A two-year release spec and its data (random unless ``data`` is given); returns the spec path.
+
+    ``pid`` is the ``pid`` column's ``pseudonymize`` block (default: hmac, purpose ``research``,
+    so scope ``release``).
 
     The data goes to ``tmp/data/<name>.csv``, the spec to ``tmp/specs/<name>.yaml``, publications
     to ``tmp/published/<name>/<partition>.parquet``.
@@ -47,7 +50,7 @@ def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = No
         "source": {"path": f"../data/{name}.csv"},
         "partitions": {"cadence": "yearly", "start": "2023-01-01", "end": "2025-01-01", "column": "visit_date"},
         "columns": {
-            "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research"}},
+            "pid": {"role": "identifier", "pseudonymize": pid or {"method": "hmac", "purpose": "research"}},
             "name": {"role": "identifier"},
             "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10, 20]}},
             "sex": {"role": "quasi"},
