@@ -130,5 +130,8 @@ def _run_demo(spec: Path) -> int:
     elapsed = time.perf_counter() - started
     keystore_env = "" if configured else "ANON_DAGSTER_DEV_KEYSTORE=1 "
     print(f"\ndone in {elapsed:.1f} s. Open the UI (runs, checks, reports as metadata):\n"
-          f"  DAGSTER_HOME={_show(home)} {keystore_env}.venv/bin/dagster dev -f definitions.py")
+          # Dagster wants an absolute DAGSTER_HOME: "$PWD/..." keeps the line short and valid
+          f"  DAGSTER_HOME=\"$PWD/{_show(home)}\" {keystore_env}.venv/bin/dagster dev -f definitions.py"
+          if not Path(_show(home)).is_absolute() else
+          f"  DAGSTER_HOME={home} {keystore_env}.venv/bin/dagster dev -f definitions.py")
     return status

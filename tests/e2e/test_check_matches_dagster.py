@@ -26,7 +26,7 @@ from anon_dagster.dagster import load_release_definitions
 from anon_dagster.dagster.runner import materialize_release, release_partitions
 from anon_dagster.demo.generate import generate
 from anon_dagster.spec import load_spec
-from tests.support.ledgers import env_ledger
+from tests.support.ledgers import env_ledger, new_ledger
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education"]
 EVERY_THRESHOLD = {
@@ -164,9 +164,12 @@ def test_demo_specs_give_the_same_outcomes_in_check_and_dagster(capsys, tmp_path
     compared = run_both(capsys, tmp_path, tmp_path / "assets_config", monkeypatch)
     assert_identical(compared)
     verdicts = {(r, p): c["verdict"] for r, p, c, _ in compared}
-    # the strict release is refused by design (t-closeness)
-    assert all(v == "fail" for (r, _), v in verdicts.items() if r == "hospital_discharges_strict")
-    assert ("hospital_discharges", "2024") in verdicts and ("hospital_discharges", "2025") in verdicts
+    # the demo's story: the first year goes out (its pseudonym links no stays), the second is
+    # refused by the composition with the first, the strict release by t-closeness
+    assert verdicts[("hospital_discharges", "2024")] == "pass"
+    failed = {(r, p): [c["name"] for c in cli["checks"] if not c["passed"]] for r, p, cli, _ in compared}
+    assert failed[("hospital_discharges", "2025")] == ["composition"]
+    assert all("t_closeness" in f for (r, _), f in failed.items() if r == "hospital_discharges_strict")
 
 
 @pytest.mark.usefixtures("master_key")
@@ -184,3 +187,22 @@ def test_adult_specs_give_the_same_outcomes_in_check_and_dagster(capsys, tmp_pat
     assert isinstance(k["measured"], int) and k["measured"] >= 1
     assert np.isfinite([c["measured"] for c in by_release["adult_mondrian"]["checks"]
                         if isinstance(c["measured"], float)]).all()
+
+
+@pytest.mark.usefixtures("master_key")
+def test_the_demo_with_a_linking_pseudonym_is_refused_per_patient(capsys, tmp_path, repo_root, monkeypatch):
+    """The demo's first year, its patient pseudonym linking stays (the default scope): every
+    class holds 5 discharges or more, yet readmitted patients are singled out."""
+    demo_specs(repo_root, tmp_path)
+    config = tmp_path / "assets_config"
+    spec_path = config / "hospital_discharges.yaml"
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["columns"]["patient_id"]["pseudonymize"].pop("scope")
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    (config / "hospital_discharges_strict.yaml").unlink()
+    ledger = tmp_path / "ledger.sqlite"
+    new_ledger(ledger)
+    code, cli = cli_check(capsys, spec_path, "2024", ledger)
+    assert code == 1 and cli["verdict"] == "fail"
+    k = next(c for c in cli["checks"] if c["name"] == "k_anonymity")
+    assert not k["passed"] and k["measured"] < 5
