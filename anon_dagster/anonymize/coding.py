@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import DataError, HierarchyError
 from ..hierarchies import TOP, Hierarchy, _as_label
@@ -82,9 +83,53 @@ class CodedQI:
 
 
 def factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Dense int64 codes (positional) and the distinct values; missing is a value of its own."""
+    """Dense int64 codes (positional, in order of first appearance) and the distinct values;
+    missing is a value of its own (``pd.factorize(..., use_na_sentinel=False)``).
+
+    A column of Arrow strings (pandas' default ``str``, ``string[pyarrow]``, an Arrow string
+    dtype) is dictionary-encoded by Arrow itself: the same codes and values as pandas gives
+    (missing as the dtype's own missing value), without its round trip through pandas arrays.
+    """
+    chunked = _arrow_strings(series)
+    if chunked is not None:
+        arr = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+        encoded = arr.dictionary_encode(null_encoding="encode")
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        uniques = np.array(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+        if encoded.dictionary.null_count:
+            uniques[np.flatnonzero(encoded.dictionary.is_null().to_numpy(zero_copy_only=False))] = (
+                series.dtype.na_value)
+        return codes, uniques
     codes, uniques = pd.factorize(series, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def _arrow_strings(series: pd.Series) -> pa.ChunkedArray | None:
+    """The column's Arrow string data when pandas holds it as Arrow strings, else None."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.StringDtype):
+        if not str(dtype.storage).startswith("pyarrow"):
+            return None
+    elif not (isinstance(dtype, pd.ArrowDtype)
+              and (pa.types.is_string(dtype.pyarrow_dtype) or pa.types.is_large_string(dtype.pyarrow_dtype))):
+        return None
+    data = series.array.__arrow_array__()
+    return data if isinstance(data, pa.ChunkedArray) else pa.chunked_array([data])
+
+
+def label_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense int64 codes of ``labels`` in order of first appearance, and the distinct labels:
+    ``pd.factorize``'s answer. A hierarchy level has few labels, so they are numbered by one
+    dictionary pass (a fraction of pd.factorize's fixed cost) when they are all strings."""
+    values = labels.tolist()
+    if len(values) > 4096 or not all(type(v) is str for v in values):
+        codes, uniques = pd.factorize(labels)
+        return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values))
+    uniques = np.empty(len(index), dtype=object)
+    uniques[:] = list(index)
+    return codes, uniques
 
 
 def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) -> CodedQI:
@@ -105,9 +150,9 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
             level_maps.append(np.arange(len(uniques), dtype=np.int64))
             labels.append(table[:, 0])
             continue
-        c, u = pd.factorize(table[:, lvl])
-        level_maps.append(c.astype(np.int64))
-        labels.append(np.asarray(u, dtype=object))
+        c, u = label_codes(table[:, lvl])
+        level_maps.append(c)
+        labels.append(u)
     if check and len(uniques) and not _coarsens(table, level_maps):
         # the hierarchy's own check names the first problem
         problems = hierarchy.check_coarsening(uniques) or ["a level does not coarsen the one before"]
@@ -119,13 +164,17 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
 
 def _coarsens(table: np.ndarray, level_maps: Sequence[np.ndarray]) -> bool:
     """Whether every label of each level maps to one label of the next and the top is ``*``
-    (:meth:`Hierarchy.check_coarsening`'s conditions, on the label codes: a few array passes)."""
+    (:meth:`Hierarchy.check_coarsening`'s conditions, on the label codes: a few array passes).
+
+    A level's codes ``codes`` coarsen the codes ``below`` of the level before when ``below``
+    determines ``codes``: any one value's code below, mapped through, gives every value's."""
     if not (table[:, -1] == TOP).all():
         return False
-    below = pd.factorize(table[:, 0])[0].astype(np.int64)  # level 0's labels, not its values
+    below = label_codes(table[:, 0])[0]  # level 0's labels, not its values
     for codes in level_maps[1:]:
-        n_below = int(below.max()) + 1
-        if len(np.unique(below * (int(codes.max()) + 1) + codes)) != n_below:
+        image = np.empty(int(below.max()) + 1, dtype=np.int64)
+        image[below] = codes
+        if not np.array_equal(image[below], codes):
             return False
         below = codes
     return True
