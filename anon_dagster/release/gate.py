@@ -170,7 +170,7 @@ def linking_columns(spec: ReleaseSpec, published: pd.DataFrame) -> list[str]:
     """The published columns that link the rows of one person: pseudonymized identifiers
     (a keyed pseudonym is the same for every row of a person) whose scope is not ``row``."""
     return [c for c in spec.pseudonymized if c in published.columns
-            and getattr(spec.columns[c].pseudonymize, "scope", "release") != "row"]
+            and spec.columns[c].pseudonymize.scope != "row"]
 
 
 def person_link(spec: ReleaseSpec, published: pd.DataFrame) -> pd.Series | None:
