@@ -13,6 +13,7 @@ import yaml
 from anon_dagster.cli import main
 from anon_dagster.errors import SpecError
 from anon_dagster.spec import DEFAULT_PSEUDONYM_SCOPE, load_spec
+from tests.support.docs import scope_example
 
 SCOPE_KEY = "columns.{}.pseudonymize.scope"
 
@@ -91,3 +92,14 @@ def test_validate_reports_a_scope_problem_in_one_line_with_exit_2(tmp_path, caps
     assert main(["validate", path]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and SCOPE_KEY.format("pid") in err and path in err
+
+
+def test_the_documented_example_loads_with_the_scopes_it_names(tmp_path):
+    example = yaml.safe_load(scope_example())
+    path = spec_with(tmp_path, example["columns"], composition=example["composition"])
+    spec = load_spec(path)
+    assert {n: c.pseudonymize.scope for n, c in spec.columns.items() if c.pseudonymize} == {
+        "patient_id": "release", "visit_id": "row", "person_id": "population"}
+    without = spec_with(tmp_path, example["columns"])  # the comment says composition is required
+    with pytest.raises(SpecError, match=r"columns\.person_id\.pseudonymize\.scope"):
+        load_spec(without)

@@ -16,3 +16,13 @@ def contract_example_spec() -> str:
     if match is None:
         raise AssertionError("docs/contracts.md: no ```yaml block under 'Release spec v1'")
     return match.group(1)
+
+
+def scope_example() -> str:
+    """The spec excerpt of docs/pseudonymization.md's section on scopes (its first YAML block)."""
+    text = (DOCS / "pseudonymization.md").read_text(encoding="utf-8")
+    section = text.split("\n### Scope", 1)[1]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    if match is None:
+        raise AssertionError("docs/pseudonymization.md: no ```yaml block under 'Scope'")
+    return match.group(1)
