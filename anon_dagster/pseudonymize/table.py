@@ -27,6 +27,7 @@ from ..spec import (
 )
 from .keystore import KeyStore, open_keystore
 from .methods import (
+    PUBLICATION_LABEL,
     apply_to_distinct,
     hmac_column,
     normalize_identifiers,
@@ -113,7 +114,11 @@ def pseudonymize_values(
         raise DataError(f"column {column!r}: scope 'row' is for hmac only ({method} must be reproducible to be reversed)")
     if scope == "release" and publication is None:
         raise DataError(f"column {column!r}: scope 'release' binds the pseudonyms to one publication: give its label")
-    bound = publication if scope == "release" else None
+    if scope != "release" and publication is not None:  # a label ignored would be a silent promise
+        raise DataError(f"column {column!r}: only scope 'release' is bound to a publication (scope is {scope!r})")
+    if publication is not None and not PUBLICATION_LABEL.fullmatch(publication):
+        raise DataError(f"column {column!r}: {publication[:80]!r} is not a publication label (<release>/<partition>)")
+    bound = publication
     norm = normalize or NormalizeSpec()
     index = values.index if isinstance(values, pd.Series) else pd.RangeIndex(len(values))
     arr = normalize_identifiers(values, trim=norm.trim, case=norm.case, unicode=norm.unicode, column=column)

@@ -110,6 +110,11 @@ def test_release_scope_needs_its_publication(ks):
         pseudonymize_values(IDS, ks, method="hmac", scope="release")
     with pytest.raises(DataError, match="scope 'sometimes'"):
         pseudonymize_values(IDS, ks, method="hmac", scope="sometimes")
+    for scope in ("population", "row"):
+        with pytest.raises(DataError, match="only scope 'release'"):
+            pseudonymize_values(IDS, ks, method="hmac", scope=scope, publication="r/2024")
+    with pytest.raises(DataError, match="not a publication label"):
+        pseudonymize_values(IDS, ks, method="hmac", scope="release", publication="r/2024/x")
 
 
 # ----- row ------------------------------------------------------------------------------------
