@@ -22,6 +22,7 @@ from ..hierarchies import Hierarchy
 from ..io import read_table
 from .breakdown import HISTOGRAM_BINS, class_size_histogram
 from .classes import EquivalenceClasses, FactorizeCache
+from .closeness import t_closeness, total_variation
 from .reidentification import (
     check_sampling_fraction,
     journalist_figures,
@@ -34,15 +35,7 @@ from .result import (
     RiskMeasures,
     SensitiveResult,
 )
-from .sensitive import (
-    CodedSensitive,
-    class_value_cells,
-    code_sensitive,
-    diversity,
-    recursive_l,
-    t_closeness,
-    total_variation,
-)
+from .sensitive import CodedSensitive, class_value_cells, code_sensitive, diversity, recursive_l
 from .utility import generalization_utility, generic_utility, utility_query_error
 
 __all__ = [

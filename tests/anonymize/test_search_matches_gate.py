@@ -22,7 +22,8 @@ from anon_dagster.anonymize.criteria import Policy, sensitive_attributes
 from anon_dagster.anonymize.lattice import Lattice
 from anon_dagster.release import gate
 from anon_dagster.risk import measure_risk
-from anon_dagster.risk.sensitive import diversity, recursive_l, t_closeness
+from anon_dagster.risk.closeness import t_closeness
+from anon_dagster.risk.sensitive import diversity, recursive_l
 from tests.support.specs import release_spec
 
 KINDS = ("nominal", "ordinal", "numeric", "hierarchical")
