@@ -40,6 +40,7 @@ candidate, so pruning never returns a node that misses one.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -54,6 +55,7 @@ from ..risk.sensitive import CodedSensitive
 from ..risk.utility import aecs, discernibility
 from .coding import CodedQI, combine, group
 from .criteria import (
+    EPS,
     Policy,
     SensitivePairs,
     as_coded,
@@ -212,9 +214,10 @@ def _radix_key(cols: Sequence[np.ndarray], cards: Sequence[int]) -> np.ndarray:
     return key
 
 
-def _group(key: np.ndarray, space: int, weights: np.ndarray,
+def _group(key: np.ndarray, space: int, weights: np.ndarray | None,
            inverse: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Distinct keys, the summed ``weights`` of each, and (when asked) each input's group.
+    """Distinct keys, the summed ``weights`` of each (the count without weights), and (when
+    asked) each input's group.
 
     A bincount over the key space when it is small next to the input (the distinct keys come
     sorted), else one hash pass (``pd.factorize``: distinct keys in order of appearance; a sort,
@@ -285,8 +288,9 @@ class Lattice:
                 "use anonymization.method: mondrian, or fewer hierarchy levels"
             )
         self.size = size
-        self.nodes = np.indices(tuple(self.dims)).reshape(self.q, -1).T.astype(np.int16)
-        self.height = self.nodes.sum(axis=1)
+        self._levels = np.indices(tuple(self.dims)).reshape(self.q, -1)  # (q, size): QI j's level
+        self.nodes = self._levels.T.astype(np.int16)
+        self.height = self._levels.sum(axis=0)
         self.status = np.zeros(size, dtype=np.int8)
         self._status_grid = self.status.reshape(tuple(int(d) for d in self.dims))  # a view
         self._next: np.ndarray | None = None
@@ -303,14 +307,8 @@ class Lattice:
         self._radix = np.cumprod(self.dims[::-1])[::-1]
         self._radix = np.append(self._radix[1:], 1)
 
-        # metric tables
-        self._value_counts = [q.value_counts() for q in self.qis]
-        self._loss_tab = [[label_loss(q, lv) for lv in range(q.n_levels)] for q in self.qis]
-        self._logc_tab = [[label_log_counts(q, lv, vc) for lv in range(q.n_levels)]
-                          for q, vc in zip(self.qis, self._value_counts, strict=True)]
-        # sum over rows and generalized QIs of log2 count(value), the entropy metric's constant
-        self._log_values = float(sum(vc @ np.log2(np.maximum(vc, 1))
-                                     for vc, g in zip(self._value_counts, self.generalized, strict=True) if g))
+        self._code_tabs: list[list[np.ndarray]] | None = None  # the metric per code (_per_code)
+        self._log_values = 0.0
         self._bottom_state(sensitive)
 
     # ----- nodes -------------------------------------------------------------------------------
@@ -318,21 +316,28 @@ class Lattice:
         return int(np.dot(np.asarray(levels, dtype=np.int64), self._radix))
 
     def _bottom_state(self, sensitive: Sequence[CodedSensitive | np.ndarray]) -> None:
-        """The rows grouped once (the risk kernel's factorize + combine + count)."""
+        """The rows grouped once: each row's key is the mixed radix of its QI codes (the risk
+        kernel's fold), grouped by one hash pass (:func:`_group`), so the distinct keys are the
+        classes' packed keys. A key space beyond int64 is folded and re-densified by the risk
+        kernel (:func:`~anon_dagster.risk.classes.combine_codes`) and the per-QI keys kept."""
         codes = [q.codes for q in self.qis]
         cards = tuple(q.cardinality(0) for q in self.qis)
-        row_class, sizes = combine_codes(codes, cards, self.n_rows)
+        self._card_of = [[q.cardinality(lv) for lv in range(q.n_levels)] for q in self.qis]
+        self._setup_blocks(cards)
+        keys: list[np.ndarray] | None = None
+        if self._narrow and codes:
+            packed, sizes, row_class = _group(_radix_key(codes, cards), math.prod(cards), None, True)
+        else:
+            row_class, sizes = combine_codes(codes, cards, self.n_rows)
+            first = np.empty(len(sizes), dtype=np.int64)
+            first[row_class[::-1]] = np.arange(self.n_rows - 1, -1, -1)
+            keys = [c[first] for c in codes]
+            packed = None
         n_classes = len(sizes)
-        first = np.empty(n_classes, dtype=np.int64)
-        first[row_class[::-1]] = np.arange(self.n_rows - 1, -1, -1)
-        keys = [c[first] for c in codes]
         pairs = []
         if self.policy.needs_sensitive:
             pairs = [pairs_from_rows(row_class, n_classes, as_coded(s)) for s in sensitive]
         self.bottom_row_class = row_class
-        self._card_of = [[q.cardinality(lv) for lv in range(q.n_levels)] for q in self.qis]
-        self._setup_blocks(cards)
-        packed = _radix_key(keys, cards) if self._narrow and keys else None
         bcards = tuple(int(c[0]) for c in self._combo_cards)
         bottom = _State(0, np.zeros(self.q, dtype=np.int64), sizes, packed, bcards, self._card_of,
                         pairs, keys)
@@ -363,17 +368,20 @@ class Lattice:
                 combos = d
         self._blocks = blocks
         self._narrow = _fits(cards0)  # level 0 has the most codes: then every node fits
-        self._node_combo = np.stack(
-            [np.ravel_multi_index(self.nodes[:, blk].T.astype(np.int64), self.dims[blk]) for blk in blocks],
-            axis=1) if blocks else np.zeros((self.size, 0), dtype=np.int64)
+        # a node's combination in a block: the mixed radix of its levels there (C order)
+        self._node_combo = np.zeros((self.size, len(blocks)), dtype=np.int64)
         self._combo_levels: list[np.ndarray] = []
         self._combo_cards: list[np.ndarray] = []
-        for blk in blocks:
-            grid = np.indices(tuple(int(d) for d in self.dims[blk])).reshape(len(blk), -1).T
-            self._combo_levels.append(grid)
-            card = np.ones(len(grid), dtype=np.float64)
+        for b, blk in enumerate(blocks):
+            combo = self._node_combo[:, b]
+            for j in blk:
+                combo *= int(self.dims[j])
+                combo += self._levels[j]
+            grid = np.indices(tuple(int(d) for d in self.dims[blk])).reshape(len(blk), -1)
+            self._combo_levels.append(grid.T)
+            card = np.ones(grid.shape[1], dtype=np.float64)
             for i, j in enumerate(blk):
-                card *= np.array([self.qis[j].cardinality(int(v)) for v in grid[:, i]], dtype=np.float64)
+                card *= np.asarray(self._card_of[j], dtype=np.float64)[grid[i]]
             self._combo_cards.append(card.astype(np.int64) if self._narrow else card)
         self._combo_card_lists = [c.tolist() for c in self._combo_cards]
         self._bottom_codes: dict[tuple[int, int], np.ndarray] = {}
@@ -517,24 +525,36 @@ class Lattice:
         self.infos[idx] = info
         return info
 
+    def _per_code(self) -> list[list[np.ndarray]]:
+        """Per QI and level, the separable metric's figure of each code: the label's loss
+        (``loss``) or log2 of the input rows under it (``entropy``); built on first use."""
+        if self._code_tabs is None:
+            if self.metric == "loss":
+                self._code_tabs = [[label_loss(q, lv) for lv in range(q.n_levels)] for q in self.qis]
+            else:
+                self._code_tabs = [[label_log_counts(q, lv, q.value_counts()) for lv in range(q.n_levels)]
+                                   for q in self.qis]
+                # sum over rows and generalized QIs of log2 count(value), the metric's constant
+                self._log_values = float(sum(q.value_counts() @ np.log2(np.maximum(q.value_counts(), 1))
+                                             for q, g in zip(self.qis, self.generalized, strict=True) if g))
+        return self._code_tabs
+
     def loss(self, idx: int, st: _State, failing: np.ndarray) -> float:
         """The metric at a node whose failing classes are suppressed (module utility definitions)."""
         kept = ~failing
         n, q = self.n_rows, self.n_gen
         sup_rows = int(st.sizes[failing].sum())
-        if self.metric == "loss":
+        if self.metric in SEPARABLE:
+            tabs = self._per_code()
             per_class = np.zeros(len(st.sizes))
             for j in range(self.q):
                 if self.generalized[j]:
-                    per_class += self._loss_tab[j][int(st.levels[j])][st.keys[j]]
-            return float(st.sizes[kept] @ per_class[kept] + sup_rows * q) / (n * q)
-        if self.metric == "entropy":
-            # sum over cells of log2 count(label) - log2 count(value): the per-class label sums,
-            # a suppressed row's labels all *, minus the constant sum over every row's values
-            per_class = np.zeros(len(st.sizes))
-            for j in range(self.q):
-                if self.generalized[j]:
-                    per_class += self._logc_tab[j][int(st.levels[j])][st.keys[j]]
+                    per_class += tabs[j][int(st.levels[j])][st.keys[j]]
+            if self.metric == "loss":
+                return float(st.sizes[kept] @ per_class[kept] + sup_rows * q) / (n * q)
+            # entropy: sum over cells of log2 count(label) - log2 count(value): the per-class
+            # label sums, a suppressed row's labels all *, minus the constant sum over every
+            # row's values
             labels = float(st.sizes[kept] @ per_class[kept]) + sup_rows * q * math.log2(max(n, 1))
             return labels - self._log_values
         if self.metric == "discernibility":
@@ -566,6 +586,123 @@ class Lattice:
         _, failing2, _ = self._verdict(st, self.policy)
         return self._query_codes.error(levels, ~failing2[rc])
 
+    # ----- pairs -------------------------------------------------------------------------------
+    def _settle_pairs(self) -> None:
+        """Settle the *pair nodes* from the pairs' joint counts, before any roll-up.
+
+        Definition: the pair node (QI i at level a, QI j at level b) has every other QI at its
+        top (a pinned QI at its only level), so its classes are the distinct (pinned codes,
+        i's code at a, j's code at b). A failing pair node tags all its specializations failing,
+        a passing one its generalizations passing: Incognito's subset property, for pairs. On
+        Adult (9 QIs, k=5, no suppression) this settles most of the lattice, and the search
+        then checks a fifth of the nodes it checks without.
+
+        Counting: one bincount over the rows per pair gives its level-0 table; when that node
+        passes, every node of the pair does. The other pairs' level combinations are all
+        counted by one bincount over their non-empty cells. Only when the monotone part is
+        judged on class sizes alone (k, prosecutor_avg without suppression), with three or more
+        QIs to generalize; a pair whose level-0 table would exceed ``max(4 × rows, 65,536)``
+        cells is left to the search.
+        """
+        mono = self.mono
+        free = [j for j in range(self.q) if self.dims[j] > 1]
+        if (len(free) < 3 or mono.needs_sensitive or self.budget >= self.n_rows
+                or (mono.k <= 1 and mono.prosecutor_avg is None)):
+            return
+        bottom = self._cache[0]
+        if self.n_rows <= 2 * len(bottom.sizes):
+            codes, weights = [q.codes for q in self.qis], None
+        else:  # many rows per class: count the bottom classes, weighted by their sizes
+            codes, weights = bottom.keys, bottom.weights
+        n_src = len(codes[0])
+        pinned = [j for j in range(self.q) if self.dims[j] == 1]
+        base, n_base = None, 1
+        if pinned:
+            key, space = combine([codes[j] for j in pinned], [self._card_of[j][0] for j in pinned])
+            _, base, counts = group(key, space)
+            n_base = len(counts)
+        limit = max(4 * n_src, 1 << 16)
+        k, prosecutor = mono.k, mono.prosecutor_avg is not None
+        maps = {j: np.stack(self.qis[j].level_maps) for j in free}  # (levels, level-0 codes)
+        cards = {j: np.asarray(self._card_of[j], dtype=np.int64) for j in free}
+        key = np.empty(n_src, dtype=np.int64)  # one buffer for every pair's keys
+        passing: list[np.ndarray] = []  # indices of passing pair nodes
+        finest = 0  # pairs settled by their finest node
+        counted: set[int] = set()  # QIs whose pairs' nodes were all counted
+        for i, j in itertools.combinations(free, 2):
+            ci, cj = self._card_of[i][0], self._card_of[j][0]
+            if n_base * ci * cj > limit:
+                continue
+            np.multiply(codes[i], cj, out=key)
+            key += codes[j]
+            if base is not None:
+                key += base * (ci * cj)
+            table = np.bincount(key, weights=weights, minlength=n_base * ci * cj)
+            cells = np.flatnonzero(table)
+            count = table[cells]
+            small = count < k
+            if self._size_verdicts(count[small].sum(), len(count), np.count_nonzero(small) if prosecutor else 0):
+                # the pair's finest node passes, so does every node of the pair (all pair nodes)
+                passing.append(self._pair_nodes(i, j).ravel())
+                finest += 1
+                continue
+            rest, at_j = np.divmod(cells, cj)
+            at_base, at_i = np.divmod(rest, ci)
+            # level combination (a, b) counts keys [start, start + n_base |i at a| |j at b|)
+            spaces = n_base * cards[i][:, None] * cards[j][None, :]
+            starts = np.cumsum(spaces).reshape(spaces.shape) - spaces
+            combo = (at_base * cards[i][:, None] + maps[i][:, at_i])[:, None, :] * cards[j][None, :, None]
+            combo += maps[j][None, :, at_j]
+            combo += starts[:, :, None]
+            counts = np.bincount(combo.ravel(), weights=np.tile(count, spaces.size).astype(np.float64),
+                                 minlength=int(spaces.sum()))
+            small = (counts > 0) & (counts < k)
+            first = starts.ravel()
+            ok = self._size_verdicts(np.add.reduceat(np.where(small, counts, 0.0), first),
+                                     np.add.reduceat((counts > 0).astype(np.int64), first) if prosecutor else 0,
+                                     np.add.reduceat(small.astype(np.int64), first) if prosecutor else 0)
+            grid = ok.reshape(spaces.shape)
+            passing.append(self._pair_nodes(i, j)[grid])
+            self._fail_pair(i, j, grid.tolist())
+            self.checked += (len(cards[i]) - 1) * (len(cards[j]) - 1)
+            counted |= {i, j}
+        if passing:
+            # a passing pair node's generalizations are pair nodes of its pair: all settled
+            self.status[np.concatenate(passing)] = PASS
+        # each pair's own nodes (below the top on both QIs) were counted above; those below the
+        # top on one QI (or none) are shared by that QI's pairs
+        self.checked += finest + sum(len(cards[j]) - 1 for j in counted) + (1 if counted else 0)
+
+    def _pair_nodes(self, i: int, j: int) -> np.ndarray:
+        """The index of pair node (i at a, j at b) at ``[a, b]``."""
+        top = self.dims - 1
+        return (self.size - 1 - ((top[i] - np.arange(top[i] + 1)) * self._radix[i])[:, None]
+                - ((top[j] - np.arange(top[j] + 1)) * self._radix[j])[None, :])
+
+    def _size_verdicts(self, small_rows, classes, small_classes):
+        """:meth:`_verdict` of the monotone part for one node or many at once (arrays), from the
+        rows in classes smaller than k, the classes and the classes smaller than k (the last
+        two read for prosecutor_avg only)."""
+        ok = small_rows <= self.budget
+        avg = self.mono.prosecutor_avg
+        if avg is not None:
+            kept_rows = self.n_rows - small_rows
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ok &= (kept_rows == 0) | ((classes - small_classes) / np.maximum(kept_rows, 1) <= avg + EPS)
+        return ok
+
+    def _fail_pair(self, i: int, j: int, ok: list[list[bool]]) -> None:
+        """Tag as failing every specialization of the failing pair nodes of QIs i and j
+        (``ok[a][b]`` their verdicts): one box per failing node that no failing one is above."""
+        node = (self.dims - 1).tolist()
+        last_a, last_b = len(ok) - 1, len(ok[0]) - 1
+        for a, row in enumerate(ok):
+            for b, passes in enumerate(row):
+                if passes or (a < last_a and not ok[a + 1][b]) or (b < last_b and not row[b + 1]):
+                    continue
+                node[i], node[j] = a, b
+                self._status_grid[tuple(slice(0, v + 1) for v in node)] = FAIL
+
     # ----- search ------------------------------------------------------------------------------
     def _chain(self, idx: int) -> list[int]:
         """Nodes from ``idx`` to the top, one level on one QI per step: the QI whose next level adds
@@ -581,22 +718,19 @@ class Lattice:
             chain.append(idx)
 
     def _chain_steps(self) -> np.ndarray:
-        """Every node's next node on its chain (-1 at the top), for all nodes at once."""
-        cost = np.full((self.size, self.q), np.inf)
-        top = self.dims - 1
+        """Every node's next node on its chain (-1 at the top), for all nodes at once: the step
+        of least cost, ties to the first QI (as a scan in QI order would choose)."""
+        least = np.full(self.size, np.inf)
+        step = np.zeros(self.size, dtype=np.int64)
         for j in range(self.q):
-            lv = self.nodes[:, j].astype(np.int64)
-            below_top = lv < top[j]
-            if self._step_cost is not None:
-                step = np.append(self._step_cost[j], np.inf)
-                cost[below_top, j] = step[lv[below_top]]
-            else:
-                cost[below_top, j] = lv[below_top] / top[j]
-        # ties go to the first QI, as a scan in QI order would choose
-        best = np.argmin(cost, axis=1)
-        done = ~np.isfinite(cost[np.arange(self.size), best])
-        nxt = np.arange(self.size, dtype=np.int64) + self._radix[best]
-        nxt[done] = -1
+            per_level = self._step_cost[j] if self._step_cost is not None else (
+                np.arange(self.dims[j] - 1) / max(int(self.dims[j]) - 1, 1))
+            cost = np.append(np.asarray(per_level, dtype=float), np.inf)[self._levels[j]]
+            lower = cost < least
+            np.copyto(least, cost, where=lower)
+            step[lower] = j
+        nxt = np.arange(self.size, dtype=np.int64) + self._radix[step]
+        nxt[np.isinf(least)] = -1
         return nxt
 
     def resolve(self, idx: int) -> bool:
@@ -655,33 +789,43 @@ class Lattice:
             # merges (measured on Adult: a third fewer checks than the bound alone)
             self._step_cost = [np.diff(p) * m if g else np.full(max(len(p) - 1, 0), np.inf)
                                for p, m, g in zip(per_qi, merge, self.generalized, strict=True)]
-            bound = np.zeros(self.size)
-            for j in range(self.q):
-                if self.generalized[j]:
-                    bound += per_qi[j][self.nodes[:, j]]
-            if self.metric == "loss":
-                bound /= self.n_rows * self.n_gen
-            order = np.lexsort((self.height, bound))
         else:
             # without a bound, chains take the step that merges least
             self._step_cost = [m if g else np.full(len(m), np.inf)
                                for m, g in zip(merge, self.generalized, strict=True)]
-            bound = None
-            if self.query is not None:
-                # nodes that keep the query's group-by QIs finest first: an exact answer (error
-                # 0, the least possible) is then found early and ends the search
-                group_height = (self.nodes[:, self.query.group_qi].sum(axis=1) if self.query.group_qi
-                                else self.height * 0)
-                order = np.lexsort((self.height, group_height))
-            else:
-                order = np.argsort(self.height, kind="stable")
+        self._next = None  # chains follow this search's step costs
+        self._settle_pairs()
+        # the nodes not known to fail, in the order of the search (ties by index, as a stable
+        # sort of the whole lattice would give)
+        open_ = np.flatnonzero(self.status != FAIL)
+        levels = self._levels[:, open_]
+        height = self.height[open_]
+        bound = None
+        if separable:
+            bound = np.zeros(len(open_))
+            for j in range(self.q):
+                if self.generalized[j]:
+                    bound += per_qi[j][levels[j]]
+            if self.metric == "loss":
+                bound /= self.n_rows * self.n_gen
+            perm = np.lexsort((height, bound))
+            bound = bound[perm]
+        elif self.query is not None:
+            # nodes that keep the query's group-by QIs finest first: an exact answer (error 0,
+            # the least possible) is then found early and ends the search
+            group_height = levels[self.query.group_qi].sum(axis=0) if self.query.group_qi else height * 0
+            perm = np.lexsort((height, group_height))
+        else:
+            perm = np.argsort(height, kind="stable")
+        order = open_[perm]
+        self._meet(levels)
         monotone_metric = self.metric in ("loss", "entropy", "discernibility", "aecs")
         only_minimal = (not self.suppression) and self.policy.is_monotone(False) and monotone_metric
-        self._next = None  # chains follow this search's step costs
         best_idx, best_loss = -1, math.inf
         status = self.status
+        settled = self.size - len(order)
         pos, reported = 0, -1
-        while pos < self.size:
+        while pos < len(order):
             # skip the nodes already known to fail, a chunk at a time
             chunk = order[pos:pos + 256]
             live = np.flatnonzero(status[chunk] != FAIL)
@@ -691,13 +835,13 @@ class Lattice:
             pos += int(live[0])
             idx = int(order[pos])
             pos += 1
-            if bound is not None and bound[idx] >= best_loss - 1e-12:
+            if bound is not None and bound[pos - 1] >= best_loss - 1e-12:
                 break
             if best_loss <= 0.0:  # every metric is >= 0: nothing can do better
                 break
             if progress is not None and pos // 256 != reported:
                 reported = pos // 256
-                progress(pos, self.size)
+                progress(settled + pos, self.size)
             if not self.resolve(idx):
                 continue
             if only_minimal and not self._is_minimal(idx):
@@ -730,6 +874,18 @@ class Lattice:
             # complete exactly when no node's status is unknown: then every minimal node is listed
             frontier_complete=frontier is not False and not bool((self.status == UNKNOWN).any()),
         )
+
+    def _meet(self, levels: np.ndarray) -> None:
+        """Cache the classes of the meet (the QI-wise least levels) of the nodes ``levels[:, n]``
+        not known to fail: every node checked from then on generalizes it (a chain climbs from a
+        node not known to fail), so each can roll up from it rather than from the bottom, and
+        once the pairs have settled most of the lattice it has a fraction of the bottom's
+        classes."""
+        if not levels.shape[1] or not self._narrow:
+            return
+        meet = levels.min(axis=1)
+        if meet.any():
+            self.state(int(meet @ self._radix))
 
     def _predecessors(self, idx: int) -> list[int]:
         node = self.nodes[idx].astype(np.int64)
