@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError, HierarchyError
-from ..hierarchies import TOP, Hierarchy, _as_label
+from ..hierarchies import TOP, Hierarchy, TableHierarchy, _as_label
 from ..risk.classes import fold_columns, group_keys
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -143,7 +143,7 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
     if hierarchy is None:
         labels0 = np.array([_as_label(v) for v in uniques], dtype=object)
         return CodedQI(name, codes, uniques, [np.arange(len(uniques), dtype=np.int64)], [labels0])
-    table = hierarchy.table(uniques)
+    table = _label_table(hierarchy, uniques)
     level_maps, labels = [], []
     for lvl in range(hierarchy.n_levels):
         if lvl == 0:
@@ -160,6 +160,24 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
             f"column {name!r}: the hierarchy does not coarsen monotonically: {problems[0]}"
         )
     return CodedQI(name, codes, uniques, level_maps, labels, hierarchy)
+
+
+def _label_table(hierarchy: Hierarchy, uniques: np.ndarray) -> np.ndarray:
+    """``hierarchy.table(uniques)``. For a table hierarchy and distinct strings it is built from
+    the hierarchy's rows directly: a string is its own label and its row holds the others (what
+    :meth:`TableHierarchy._labels` looks up), without the per-value checks a general value
+    needs; any other value (a number, a missing value, one the table lacks) goes through
+    ``table``, which labels or names it."""
+    if type(hierarchy) is TableHierarchy:
+        values = uniques.tolist()
+        rows = hierarchy.rows
+        if all(type(v) is str and v in rows for v in values):
+            out = np.empty((len(values), hierarchy.n_levels), dtype=object)
+            out[:, 0] = values
+            if values:
+                out[:, 1:] = [rows[v] for v in values]
+            return out
+    return hierarchy.table(uniques)
 
 
 def _coarsens(table: np.ndarray, level_maps: Sequence[np.ndarray]) -> bool:

@@ -64,7 +64,7 @@ from .criteria import (
     published_evaluation,
     suppression_budget,
 )
-from .utility import SEPARABLE, QueryCodes, label_log_counts, label_loss, separable_bounds
+from .utility import SEPARABLE, QueryCodes, label_log_counts, label_loss
 
 MAX_LATTICE_NODES = 5_000_000
 _INT64_MAX = np.iinfo(np.int64).max
@@ -369,11 +369,10 @@ class Lattice:
         self._blocks = blocks
         self._narrow = _fits(cards0)  # level 0 has the most codes: then every node fits
         # a node's combination in a block: the mixed radix of its levels there (C order)
-        self._node_combo = np.zeros((self.size, len(blocks)), dtype=np.int64)
+        combos = np.zeros((len(blocks), self.size), dtype=np.int64)
         self._combo_levels: list[np.ndarray] = []
         self._combo_cards: list[np.ndarray] = []
-        for b, blk in enumerate(blocks):
-            combo = self._node_combo[:, b]
+        for blk, combo in zip(blocks, combos, strict=True):
             for j in blk:
                 combo *= int(self.dims[j])
                 combo += self._levels[j]
@@ -383,6 +382,7 @@ class Lattice:
             for i, j in enumerate(blk):
                 card *= np.asarray(self._card_of[j], dtype=np.float64)[grid[i]]
             self._combo_cards.append(card.astype(np.int64) if self._narrow else card)
+        self._node_combo = np.ascontiguousarray(combos.T)
         self._combo_card_lists = [c.tolist() for c in self._combo_cards]
         self._bottom_codes: dict[tuple[int, int], np.ndarray] = {}
         self._tables: dict[tuple[int, int, int], np.ndarray] = {}
@@ -539,6 +539,22 @@ class Lattice:
                                              for q, g in zip(self.qis, self.generalized, strict=True) if g))
         return self._code_tabs
 
+    def _level_totals(self) -> list[np.ndarray]:
+        """Per QI, per level: the separable metric's total over all rows with nothing suppressed
+        (:func:`~anon_dagster.anonymize.utility.separable_bounds`, the same sums, from the
+        per-code figures :meth:`loss` reads)."""
+        out = []
+        for qi, tabs in zip(self.qis, self._per_code(), strict=True):
+            vc = qi.value_counts()
+            per_level = np.zeros(qi.n_levels)
+            for lvl, codes in enumerate(qi.level_maps):
+                if self.metric == "loss":
+                    per_level[lvl] = float(vc @ tabs[lvl][codes])
+                else:
+                    per_level[lvl] = float(vc @ (tabs[lvl][codes] - np.log2(np.maximum(vc, 1))))
+            out.append(per_level)
+        return out
+
     def loss(self, idx: int, st: _State, failing: np.ndarray) -> float:
         """The metric at a node whose failing classes are suppressed (module utility definitions)."""
         kept = ~failing
@@ -597,87 +613,110 @@ class Lattice:
         Adult (9 QIs, k=5, no suppression) this settles most of the lattice, and the search
         then checks a fifth of the nodes it checks without.
 
-        Counting: one bincount over the rows per pair gives its level-0 table; when that node
-        passes, every node of the pair does. The other pairs' level combinations are all
-        counted by one bincount over their non-empty cells. Only when the monotone part is
-        judged on class sizes alone (k, prosecutor_avg without suppression), with three or more
-        QIs to generalize; a pair whose level-0 table would exceed ``max(4 × rows, 65,536)``
-        cells is left to the search.
+        Counting: one bincount over the rows per pair gives its level-0 table; its codes laid
+        out in hierarchy order (:meth:`_level_segments`), every label of every level is a run of
+        rows (and columns), so one ``reduceat`` per axis yields the tables of all the pair's
+        level combinations at once. Only when the monotone part is judged on class sizes alone
+        (k, prosecutor_avg without suppression), with three or more QIs to generalize; a pair
+        whose level-0 table would exceed ``max(4 × rows, 65,536)`` cells is left to the search.
         """
         mono = self.mono
         free = [j for j in range(self.q) if self.dims[j] > 1]
         if (len(free) < 3 or mono.needs_sensitive or self.budget >= self.n_rows
                 or (mono.k <= 1 and mono.prosecutor_avg is None)):
             return
+        segments = {j: self._level_segments(j) for j in free}
+        free = [j for j in free if segments[j] is not None]
         bottom = self._cache[0]
         if self.n_rows <= 2 * len(bottom.sizes):
-            codes, weights = [q.codes for q in self.qis], None
+            rows = self._pair_source([q.codes for q in self.qis], None)
         else:  # many rows per class: count the bottom classes, weighted by their sizes
-            codes, weights = bottom.keys, bottom.weights
-        n_src = len(codes[0])
-        pinned = [j for j in range(self.q) if self.dims[j] == 1]
-        base, n_base = None, 1
-        if pinned:
-            key, space = combine([codes[j] for j in pinned], [self._card_of[j][0] for j in pinned])
-            _, base, counts = group(key, space)
-            n_base = len(counts)
+            rows = self._pair_source(bottom.keys, bottom.weights)
+        n_src = len(rows[4])  # rows or classes counted
+        # the pairs without the QI of most codes are counted over the classes of the node that
+        # generalizes only that QI, to the top, when it has at most half as many
+        widest = max(free, key=lambda j: (self._card_of[j][0], -j))
+        node = np.zeros(self.q, dtype=np.int64)
+        node[widest] = self.dims[widest] - 1
+        coarse = self.state(int(node @ self._radix))
+        rest = self._pair_source(coarse.keys, coarse.weights) if 2 * len(coarse.sizes) <= n_src else rows
         limit = max(4 * n_src, 1 << 16)
         k, prosecutor = mono.k, mono.prosecutor_avg is not None
-        maps = {j: np.stack(self.qis[j].level_maps) for j in free}  # (levels, level-0 codes)
-        cards = {j: np.asarray(self._card_of[j], dtype=np.int64) for j in free}
-        key = np.empty(n_src, dtype=np.int64)  # one buffer for every pair's keys
+        # below[j][a]: how far a pair node with QI j at level a is below the top, in node index
+        top = self.dims - 1
+        below = {j: (top[j] - np.arange(top[j] + 1)) * self._radix[j] for j in free}
         passing: list[np.ndarray] = []  # indices of passing pair nodes
-        finest = 0  # pairs settled by their finest node
-        counted: set[int] = set()  # QIs whose pairs' nodes were all counted
+        counted: set[int] = set()  # QIs whose pair nodes were counted
         for i, j in itertools.combinations(free, 2):
+            codes, weights, base, n_base, key = rows if widest in (i, j) else rest
             ci, cj = self._card_of[i][0], self._card_of[j][0]
             if n_base * ci * cj > limit:
                 continue
-            np.multiply(codes[i], cj, out=key)
+            np.multiply(codes[i], cj, out=key)  # the source's buffer for its pairs' keys
             key += codes[j]
             if base is not None:
                 key += base * (ci * cj)
-            table = np.bincount(key, weights=weights, minlength=n_base * ci * cj)
-            cells = np.flatnonzero(table)
-            count = table[cells]
-            small = count < k
-            if self._size_verdicts(count[small].sum(), len(count), np.count_nonzero(small) if prosecutor else 0):
-                # the pair's finest node passes, so does every node of the pair (all pair nodes)
-                passing.append(self._pair_nodes(i, j).ravel())
-                finest += 1
-                continue
-            rest, at_j = np.divmod(cells, cj)
-            at_base, at_i = np.divmod(rest, ci)
-            # level combination (a, b) counts keys [start, start + n_base |i at a| |j at b|)
-            spaces = n_base * cards[i][:, None] * cards[j][None, :]
-            starts = np.cumsum(spaces).reshape(spaces.shape) - spaces
-            combo = (at_base * cards[i][:, None] + maps[i][:, at_i])[:, None, :] * cards[j][None, :, None]
-            combo += maps[j][None, :, at_j]
-            combo += starts[:, :, None]
-            counts = np.bincount(combo.ravel(), weights=np.tile(count, spaces.size).astype(np.float64),
-                                 minlength=int(spaces.sum()))
+            table = np.bincount(key, weights=weights, minlength=n_base * ci * cj).reshape(n_base, ci, cj)
+            (order_i, runs_i, levels_i), (order_j, runs_j, levels_j) = segments[i], segments[j]
+            # codes in hierarchy order, and a zero row and column that the runs' separators read
+            laid = np.zeros((n_base, ci + 1, cj + 1))
+            laid[:, :ci, :cj] = table[:, order_i][:, :, order_j]
+            counts = np.add.reduceat(np.add.reduceat(laid, runs_i, axis=1), runs_j, axis=2)
             small = (counts > 0) & (counts < k)
-            first = starts.ravel()
-            ok = self._size_verdicts(np.add.reduceat(np.where(small, counts, 0.0), first),
-                                     np.add.reduceat((counts > 0).astype(np.int64), first) if prosecutor else 0,
-                                     np.add.reduceat(small.astype(np.int64), first) if prosecutor else 0)
-            grid = ok.reshape(spaces.shape)
-            passing.append(self._pair_nodes(i, j)[grid])
-            self._fail_pair(i, j, grid.tolist())
-            self.checked += (len(cards[i]) - 1) * (len(cards[j]) - 1)
+
+            def per_node(x: np.ndarray, levels_i: np.ndarray = levels_i, levels_j: np.ndarray = levels_j
+                         ) -> np.ndarray:
+                return np.add.reduceat(np.add.reduceat(x.sum(axis=0), levels_i, axis=0), levels_j, axis=1)
+
+            ok = self._size_verdicts(per_node(np.where(small, counts, 0.0)),
+                                     per_node(counts > 0) if prosecutor else 0,
+                                     per_node(small) if prosecutor else 0)
+            passing.append((self.size - 1 - below[i][:, None] - below[j][None, :])[ok])
+            self._fail_pair(i, j, ok.tolist())
+            self.checked += int(top[i]) * int(top[j])
             counted |= {i, j}
         if passing:
             # a passing pair node's generalizations are pair nodes of its pair: all settled
             self.status[np.concatenate(passing)] = PASS
         # each pair's own nodes (below the top on both QIs) were counted above; those below the
         # top on one QI (or none) are shared by that QI's pairs
-        self.checked += finest + sum(len(cards[j]) - 1 for j in counted) + (1 if counted else 0)
+        self.checked += sum(int(top[j]) for j in counted) + (1 if counted else 0)
 
-    def _pair_nodes(self, i: int, j: int) -> np.ndarray:
-        """The index of pair node (i at a, j at b) at ``[a, b]``."""
-        top = self.dims - 1
-        return (self.size - 1 - ((top[i] - np.arange(top[i] + 1)) * self._radix[i])[:, None]
-                - ((top[j] - np.arange(top[j] + 1)) * self._radix[j])[None, :])
+    def _pair_source(self, codes: list[np.ndarray], weights: np.ndarray | None
+                     ) -> tuple[list[np.ndarray], np.ndarray | None, np.ndarray | None, int, np.ndarray]:
+        """What pairs are counted over: per QI codes of rows or classes, their weights (None for
+        rows), each one's dense code of the pinned QIs (None without) and their number, and a
+        key buffer."""
+        pinned = [j for j in range(self.q) if self.dims[j] == 1]
+        base, n_base = None, 1
+        if pinned:
+            key, space = combine([codes[j] for j in pinned], [self._card_of[j][0] for j in pinned])
+            _, base, counts = group(key, space)
+            n_base = len(counts)
+        return codes, weights, base, n_base, np.empty(len(codes[0]), dtype=np.int64)
+
+    def _level_segments(self, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """QI ``j``'s level-0 codes in hierarchy order, where every label of every level is a
+        run (sorted by the codes of the coarsest level first: a level coarsens the one below,
+        so a label's values share every coarser label). Returns the order, the runs' starts of
+        all levels for ``np.add.reduceat`` over a table in that order with one zero row
+        appended (each level's runs, then that row's index, which closes the last run), and
+        where each level's runs start in the result. None when a label is not one run (a level
+        that does not coarsen the one below)."""
+        maps = self.qis[j].level_maps
+        order = np.lexsort(maps)  # the last key, the coarsest level, sorts first
+        n = len(order)
+        runs, levels, at = [], [], 0
+        for lvl, codes in enumerate(maps):
+            laid = codes[order]
+            starts = np.flatnonzero(np.append(True, laid[1:] != laid[:-1]))
+            if len(starts) != self._card_of[j][lvl]:
+                return None
+            runs.append(starts)
+            runs.append([n])
+            levels.append(at)
+            at += len(starts) + 1
+        return order, np.concatenate(runs[:-1]).astype(np.intp), np.asarray(levels, dtype=np.intp)
 
     def _size_verdicts(self, small_rows, classes, small_classes):
         """:meth:`_verdict` of the monotone part for one node or many at once (arrays), from the
@@ -784,7 +823,7 @@ class Lattice:
         # a step's merge: ln(codes at the level / codes at the next), 0 when it merges nothing
         merge = [np.log(np.asarray(c[:-1], dtype=float) / np.maximum(c[1:], 1)) for c in self._card_of]
         if separable:
-            per_qi = separable_bounds(self.qis, self.metric, self.n_rows)
+            per_qi = self._level_totals()
             # chains climb gently: the step adding least to the bound, weighted by how much it
             # merges (measured on Adult: a third fewer checks than the bound alone)
             self._step_cost = [np.diff(p) * m if g else np.full(max(len(p) - 1, 0), np.inf)
@@ -818,7 +857,6 @@ class Lattice:
         else:
             perm = np.argsort(height, kind="stable")
         order = open_[perm]
-        self._meet(levels)
         monotone_metric = self.metric in ("loss", "entropy", "discernibility", "aecs")
         only_minimal = (not self.suppression) and self.policy.is_monotone(False) and monotone_metric
         best_idx, best_loss = -1, math.inf
@@ -874,18 +912,6 @@ class Lattice:
             # complete exactly when no node's status is unknown: then every minimal node is listed
             frontier_complete=frontier is not False and not bool((self.status == UNKNOWN).any()),
         )
-
-    def _meet(self, levels: np.ndarray) -> None:
-        """Cache the classes of the meet (the QI-wise least levels) of the nodes ``levels[:, n]``
-        not known to fail: every node checked from then on generalizes it (a chain climbs from a
-        node not known to fail), so each can roll up from it rather than from the bottom, and
-        once the pairs have settled most of the lattice it has a fraction of the bottom's
-        classes."""
-        if not levels.shape[1] or not self._narrow:
-            return
-        meet = levels.min(axis=1)
-        if meet.any():
-            self.state(int(meet @ self._radix))
 
     def _predecessors(self, idx: int) -> list[int]:
         node = self.nodes[idx].astype(np.int64)
