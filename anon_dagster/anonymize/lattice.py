@@ -657,6 +657,13 @@ class Lattice:
             if base is not None:
                 key += base * (ci * cj)
             table = np.bincount(key, weights=weights, minlength=n_base * ci * cj).reshape(n_base, ci, cj)
+            small = (table > 0) & (table < k)
+            if self._size_verdicts(table[small].sum(), np.count_nonzero(table) if prosecutor else 0,
+                                   np.count_nonzero(small) if prosecutor else 0):
+                # the pair's finest node passes, so does every node of the pair
+                passing.append((self.size - 1 - below[i][:, None] - below[j][None, :]).ravel())
+                self.checked += 1
+                continue
             (order_i, runs_i, levels_i), (order_j, runs_j, levels_j) = segments[i], segments[j]
             # codes in hierarchy order, and a zero row and column that the runs' separators read
             laid = np.zeros((n_base, ci + 1, cj + 1))
