@@ -128,7 +128,7 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> Anony
             metric_value = search.loss
             extra.update(info)
         elif method == "mondrian":
-            full, suppressed, info = _mondrian(work, spec, policy, sens_codes, progress)
+            full, suppressed, info = _mondrian(work, spec, policy, sens_coded, progress)
             metric_value = info["mondrian"]["ncp"]
             extra.update(info)
         elif method == "microaggregation":
@@ -224,7 +224,7 @@ def _check_coverage(work, spec, columns) -> None:
             raise HierarchyError(f"{spec.label}: {exc}") from None
 
 
-def _mondrian(work, spec, policy, sens_codes, progress):
+def _mondrian(work, spec, policy, sens_coded, progress):
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
     _check_coverage(work, spec, gen)
     pcodes = [factorize(work[c])[0] for c in pks]
@@ -234,7 +234,7 @@ def _mondrian(work, spec, policy, sens_codes, progress):
 
     def run(pol: Policy):
         try:
-            return mondrian([(work[c], spec.hierarchies[c]) for c in gen], pol, pcodes, sens_codes,
+            return mondrian([(work[c], spec.hierarchies[c]) for c in gen], pol, pcodes, sens_coded,
                             partition_labels=part_label, progress=progress)
         except MondrianNoSolution as exc:
             raise NoSolution(f"{spec.label}: {exc}") from None

@@ -235,25 +235,27 @@ class SensitivePairs:
 
 
 def pairs_from_rows(row_class: np.ndarray, n_classes: int, codes: np.ndarray | CodedSensitive,
-                    n_values: int | None = None,
-                    global_dist: np.ndarray | None = None) -> SensitivePairs:
+                    n_values: int | None = None, total: np.ndarray | None = None,
+                    attribute: CodedSensitive | None = None) -> SensitivePairs:
     """Sparse class × value counts from each row's class and sensitive code.
 
-    ``codes`` is a :class:`CodedSensitive` (its kind decides the distance) or plain codes
-    (nominal). ``global_dist`` replaces the rows' own distribution as the reference of
-    t-closeness (a subset judged against its whole table).
+    ``codes`` is a :class:`CodedSensitive` (its kind decides the distance) or plain codes,
+    nominal unless ``attribute`` names the attribute they are codes of (a subset of its rows:
+    its kind, order or hierarchy then decide the distance). ``total`` (rows per code, int64, or
+    a distribution) replaces the rows' own counts as the reference of t-closeness: classes of
+    some rows judged against the table they are published in.
     """
     from .coding import group
 
-    coded = codes if isinstance(codes, CodedSensitive) else None
-    values = np.asarray(coded.codes if coded is not None else codes).astype(np.int64, copy=False)
+    coded = codes if isinstance(codes, CodedSensitive) else attribute
+    values = np.asarray(codes.codes if isinstance(codes, CodedSensitive) else codes).astype(np.int64, copy=False)
     if n_values is None:
         n_values = coded.n_values if coded is not None else (int(values.max()) + 1 if len(values) else 1)
     key = row_class * n_values + values
     uniq, _, counts = group(key, n_classes * n_values)
-    total = (np.bincount(values, minlength=n_values).astype(np.int64) if global_dist is None
-             else np.asarray(global_dist, dtype=float))
-    return SensitivePairs(uniq // n_values, uniq % n_values, counts, n_values, total, coded)
+    if total is None:
+        total = np.bincount(values, minlength=n_values).astype(np.int64)
+    return SensitivePairs(uniq // n_values, uniq % n_values, counts, n_values, np.asarray(total), coded)
 
 
 @dataclass

@@ -3,7 +3,12 @@
 Definition. The table is split recursively into parts; a part is cut in two at the median of one
 QI, the one of widest normalized range that allows a cut, and only when *both* halves satisfy
 every per-class criterion of the policy (k, and l-diversity / t-closeness when declared). A part
-no QI can cut is a final class. Each QI of a class is published as the range of its values in
+no QI can cut is a final class. Every criterion is judged as the release gate measures the
+published table (:func:`~anon_dagster.anonymize.criteria.evaluate_classes`, the risk kernel's
+figures): t-closeness with the distance of the sensitive attribute's kind (total variation,
+ordered EMD for an ordinal or numeric attribute, hierarchical EMD with a hierarchy) against the
+distribution of the published rows, the rows of partition-key parts set aside as the gate's
+reference leaves them out (:func:`~anon_dagster.anonymize.criteria.published_evaluation`). Each QI of a class is published as the range of its values in
 the class: numeric QIs as an interval ``"lo-hi"`` (a single value when lo = hi), categorical QIs
 as the lowest hierarchy node covering the class's values (or the set of that node's children it
 spans, sorted: ``"{a, b}"``).
@@ -37,8 +42,16 @@ import pandas as pd
 
 from ..errors import UserError
 from ..hierarchies import MISSING_LABEL, Hierarchy, TableHierarchy
+from ..risk.sensitive import CodedSensitive
 from .coding import CodedQI, code_qi, combine, group
-from .criteria import Policy, evaluate_classes, pairs_from_rows, suppression_budget
+from .criteria import (
+    Policy,
+    as_coded,
+    evaluate_classes,
+    pairs_from_rows,
+    published_evaluation,
+    suppression_budget,
+)
 from .cut_tree import MAX_SET_LABEL, CutTree, loose_boxes, span
 from .cut_tree import pack_array as pack_array  # public names of this module, kept importable
 from .cut_tree import unpack_array as unpack_array
@@ -180,14 +193,17 @@ class MondrianResult:
 
 
 def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
-             partition_codes: Sequence[np.ndarray] = (), sensitive: Sequence[np.ndarray] = (),
+             partition_codes: Sequence[np.ndarray] = (),
+             sensitive: Sequence[CodedSensitive | np.ndarray] = (),
              partition_labels: Callable[[int], str] | None = None,
              max_ranges: int = 1000,
              progress: Callable[[int, int], None] | None = None) -> MondrianResult:
     """Run Mondrian on the QI columns (series with their hierarchy), inside partition-key parts.
 
     ``partition_codes`` are the partition keys' integer codes per row (never generalized);
-    ``sensitive`` the sensitive columns' codes, used when the policy declares l or t criteria.
+    ``sensitive`` the sensitive attributes as the gate measures them
+    (:meth:`~anon_dagster.anonymize.criteria.SensitiveAttribute.code`; plain codes are a nominal
+    attribute), used when the policy declares l or t criteria.
     """
     t0 = time.perf_counter()
     n = len(qis[0][0]) if qis else (len(partition_codes[0]) if partition_codes else 0)
@@ -197,17 +213,19 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         if d is None:
             d = _categorical_dim(code_qi(series, hierarchy))
         dims.append(d)
-    sens = [np.asarray(s, dtype=np.int64) for s in sensitive] if policy.needs_sensitive else []
-    sens_n = [int(s.max()) + 1 if len(s) else 1 for s in sens]
-    global_dist = [np.bincount(s, minlength=m) / max(len(s), 1) for s, m in zip(sens, sens_n, strict=True)]
+    attributes = [as_coded(s) for s in sensitive] if policy.needs_sensitive else []
+    sens = [a.codes.astype(np.int64, copy=False) for a in attributes]
+    # the reference of t-closeness: rows per sensitive code of the published table (set once
+    # the partition-key parts that cannot be published are known)
+    reference: list[np.ndarray] = []
     k = policy.k
 
     def half_failing(ids, n_groups: int, sizes: np.ndarray, sens_codes) -> np.ndarray:
         """Per group: misses a per-class criterion (``ids`` gives each row's group)."""
         failing = sizes < k
-        if sens:
-            pairs = [pairs_from_rows(ids, n_groups, c, m, g)
-                     for c, m, g in zip(sens_codes, sens_n, global_dist, strict=True)]
+        if attributes:
+            pairs = [pairs_from_rows(ids, n_groups, c, a.n_values, ref, a)
+                     for c, a, ref in zip(sens_codes, attributes, reference, strict=True)]
             failing = evaluate_classes(policy, sizes, pairs).failing
         return failing
 
@@ -223,7 +241,15 @@ def mondrian(qis: Sequence[tuple[pd.Series, Hierarchy | None]], policy: Policy,
         perm = np.arange(n, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(part_sizes)[:-1]]).astype(np.int64)
     ends = starts + part_sizes
-    part_fail = half_failing(part, len(part_sizes), part_sizes, sens) if n else np.zeros(0, bool)
+    if attributes and n:
+        # as the gate measures the parts published: those failing set aside, the rest judged
+        # against the rows that remain, until no more fails
+        pairs = [pairs_from_rows(part, len(part_sizes), c, a.n_values, None, a)
+                 for c, a in zip(sens, attributes, strict=True)]
+        part_fail = published_evaluation(policy, part_sizes, pairs).failing
+        reference[:] = [p.kept_total(part_fail) for p in pairs]
+    else:
+        part_fail = part_sizes < k
     too_small = []
     suppressed = np.zeros(n, dtype=bool)
     if part_fail.any():
