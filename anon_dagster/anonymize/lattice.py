@@ -386,6 +386,7 @@ class Lattice:
         self._combo_card_lists = [c.tolist() for c in self._combo_cards]
         self._bottom_codes: dict[tuple[int, int], np.ndarray] = {}
         self._tables: dict[tuple[int, int, int], np.ndarray] = {}
+        self._figures: dict[tuple[int, int], np.ndarray] = {}
 
     def _bottom_code(self, b: int, combo: int) -> np.ndarray:
         """The bottom classes' codes in block ``b`` at level combination ``combo`` (kept: the
@@ -555,17 +556,36 @@ class Lattice:
             out.append(per_level)
         return out
 
+    def _block_figures(self, b: int, combo: int) -> np.ndarray:
+        """The separable metric's figure of each code of block ``b`` at level combination
+        ``combo``: the sum of its generalized QIs' per-code figures (:meth:`_per_code`), an outer
+        sum in the block code's mixed radix as :meth:`_table` builds its maps."""
+        figures = self._figures.get((b, combo))
+        if figures is None:
+            tabs = self._per_code()
+            figures = np.zeros(1)
+            for j, lv in zip(self._blocks[b], self._combo_levels[b][combo].tolist(), strict=True):
+                part = tabs[j][lv] if self.generalized[j] else np.zeros(self._card_of[j][lv])
+                figures = (figures[:, None] + part[None, :]).ravel()
+            self._figures[(b, combo)] = figures
+        return figures
+
     def loss(self, idx: int, st: _State, failing: np.ndarray) -> float:
         """The metric at a node whose failing classes are suppressed (module utility definitions)."""
         kept = ~failing
         n, q = self.n_rows, self.n_gen
         sup_rows = int(st.sizes[failing].sum())
         if self.metric in SEPARABLE:
-            tabs = self._per_code()
             per_class = np.zeros(len(st.sizes))
-            for j in range(self.q):
-                if self.generalized[j]:
-                    per_class += tabs[j][int(st.levels[j])][st.keys[j]]
+            if st.packed is not None and self.q:
+                # one lookup per block of QIs (their figures summed per block code)
+                for b, (combo, code) in enumerate(zip(self._node_combo[st.idx].tolist(), st.blocks, strict=True)):
+                    per_class += self._block_figures(b, combo)[code]
+            else:
+                tabs = self._per_code()
+                for j in range(self.q):
+                    if self.generalized[j]:
+                        per_class += tabs[j][int(st.levels[j])][st.keys[j]]
             if self.metric == "loss":
                 return float(st.sizes[kept] @ per_class[kept] + sup_rows * q) / (n * q)
             # entropy: sum over cells of log2 count(label) - log2 count(value): the per-class
