@@ -100,8 +100,29 @@ def factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
             uniques[np.flatnonzero(encoded.dictionary.is_null().to_numpy(zero_copy_only=False))] = (
                 series.dtype.na_value)
         return codes, uniques
+    values = series.to_numpy() if series.dtype.kind in "iu" else None
+    if values is not None and len(values):
+        low, high = int(values.min()), int(values.max())
+        if high - low <= 4 * len(values):
+            return _small_ints(values - low, low, high - low + 1)
     codes, uniques = pd.factorize(series, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def _small_ints(offsets: np.ndarray, low: int, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize` of integers ``low + offsets`` within ``span`` values: each value's first
+    row found by one reverse scatter, the values present numbered in order of those rows (no
+    hash table); the distinct values as Python ints, as pandas gives them."""
+    n = len(offsets)
+    first = np.full(span, n, dtype=np.int64)
+    first[offsets[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
+    present = np.flatnonzero(first < n)
+    present = present[np.argsort(first[present], kind="stable")]
+    code_of = np.empty(span, dtype=np.int64)
+    code_of[present] = np.arange(len(present), dtype=np.int64)
+    uniques = np.empty(len(present), dtype=object)
+    uniques[:] = (present + low).tolist()
+    return code_of[offsets], uniques
 
 
 def _arrow_strings(series: pd.Series) -> pa.ChunkedArray | None:
@@ -163,15 +184,16 @@ def code_qi(series: pd.Series, hierarchy: Hierarchy | None, check: bool = True) 
 
 
 def _label_table(hierarchy: Hierarchy, uniques: np.ndarray) -> np.ndarray:
-    """``hierarchy.table(uniques)``. For a table hierarchy and distinct strings it is built from
-    the hierarchy's rows directly: a string is its own label and its row holds the others (what
+    """``hierarchy.table(uniques)``. For a table hierarchy and distinct strings or integers it
+    is built from the hierarchy's rows directly: a value's label is the string itself (an
+    integer's, its decimal digits, as ``table`` labels it) and its row holds the others (what
     :meth:`TableHierarchy._labels` looks up), without the per-value checks a general value
-    needs; any other value (a number, a missing value, one the table lacks) goes through
-    ``table``, which labels or names it."""
+    needs; any other value (a float, a date, a missing value, one the table lacks) goes
+    through ``table``, which labels or names it."""
     if type(hierarchy) is TableHierarchy:
-        values = uniques.tolist()
+        values = [v if type(v) is str else str(v) if type(v) is int else None for v in uniques.tolist()]
         rows = hierarchy.rows
-        if all(type(v) is str and v in rows for v in values):
+        if all(v in rows for v in values):
             out = np.empty((len(values), hierarchy.n_levels), dtype=object)
             out[:, 0] = values
             if values:
