@@ -100,7 +100,8 @@ def factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
             uniques[np.flatnonzero(encoded.dictionary.is_null().to_numpy(zero_copy_only=False))] = (
                 series.dtype.na_value)
         return codes, uniques
-    values = series.to_numpy() if series.dtype.kind in "iu" else None
+    # a numpy integer column (a nullable Int64 one may hold missing values: pandas codes it)
+    values = series.to_numpy() if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iu" else None
     if values is not None and len(values):
         low, high = int(values.min()), int(values.max())
         if high - low <= 4 * len(values):
