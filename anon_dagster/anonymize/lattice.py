@@ -299,6 +299,7 @@ class Lattice:
         self.suppression = self.budget > 0
         self.mono = policy.monotone(self.suppression)
         self.checked = 0
+        self.pair_nodes = 0  # nodes of those checked that the pairs' counts settled
         self.infos: dict[int, NodeInfo] = {}
         self._step_cost: list[np.ndarray] | None = None
         self._query_cache: dict[tuple[int, ...], float] = {}
@@ -647,6 +648,7 @@ class Lattice:
             return
         segments = {j: self._level_segments(j) for j in free}
         free = [j for j in free if segments[j] is not None]
+        checked = self.checked
         bottom = self._cache[0]
         if self.n_rows <= 2 * len(bottom.sizes):
             rows = self._pair_source([q.codes for q in self.qis], None)
@@ -708,6 +710,7 @@ class Lattice:
         # each pair's own nodes (below the top on both QIs) were counted above; those below the
         # top on one QI (or none) are shared by that QI's pairs
         self.checked += sum(int(top[j]) for j in counted) + (1 if counted else 0)
+        self.pair_nodes = self.checked - checked
 
     def _pair_source(self, codes: list[np.ndarray], weights: np.ndarray | None
                      ) -> tuple[list[np.ndarray], np.ndarray | None, np.ndarray | None, int, np.ndarray]:
