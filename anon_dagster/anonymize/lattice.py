@@ -8,8 +8,10 @@ search returns the satisfying node of least information loss under the spec's ut
 
 How the search stays fast:
 
-- **Roll-up, not rows.** The rows are grouped once, at the bottom node, by the risk kernel
-  (:func:`anon_dagster.risk.classes.combine_codes`). Any other node's classes come from a cached
+- **Roll-up, not rows.** The rows are grouped once, at the bottom node: each row's key is the
+  mixed radix of its QI codes (the risk kernel's fold, re-densified by
+  :func:`anon_dagster.risk.classes.combine_codes` beyond int64), grouped by one hash pass, so
+  the distinct keys are the classes' packed keys. Any other node's classes come from a cached
   finer node's classes (one packed key per class, sizes, sparse sensitive histograms), mapped
   and regrouped: the cost is the number of classes of the finer node, never the number of rows.
   The QIs are grouped in consecutive blocks of at most 64 level combinations; a roll-up maps one
@@ -17,6 +19,12 @@ How the search stays fast:
   QIs' maps) and from the bottom, whose classes are about as many as the rows, reads each
   block's codes at the target's levels, kept once computed. Keys are mixed-radix numbers,
   grouped by a bincount over a small key space or by one hash pass.
+- **Pairs first.** When the monotone part is judged on class sizes alone, the nodes below the
+  top on at most two QIs (the *pair nodes*) are counted before the search from each pair's
+  joint table, every level combination of a pair at once (:meth:`Lattice._settle_pairs`), and
+  tag the lattice as checks do (Incognito's subset property): on Adult with k=5 and no
+  suppression they settle all but a few hundred nodes, and the search checks 20-26 nodes
+  instead of 100-150.
 - **Predictive tagging.** For the monotone part of the policy (see
   :mod:`anon_dagster.anonymize.criteria`), a node that satisfies tags every generalization as
   satisfying, one that fails tags every specialization as failing (a box of the level grid).
