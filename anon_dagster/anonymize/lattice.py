@@ -197,6 +197,9 @@ class _State:
         if self._blocks is None:
             rest, out = self.packed, []
             for card in self.bcards[:0:-1]:
+                if card == 1:  # one code: 0 for every class
+                    out.append(np.zeros(len(rest), dtype=np.int64))
+                    continue
                 out.append(rest % card)
                 rest = rest // card
             out.append(rest)
@@ -436,14 +439,16 @@ class Lattice:
             return self._rollup_wide(src, idx, levels)
         dst = self._node_combo[idx].tolist()
         bcards = tuple(cards[c] for cards, c in zip(self._combo_card_lists, dst, strict=True))
+        live = [b for b, card in enumerate(bcards) if card > 1]  # a block of one code adds 0 to the key
         if src.idx == 0:
-            cols = [self._bottom_code(b, c) for b, c in enumerate(dst)]
+            cols = [self._bottom_code(b, dst[b]) for b in live]
         else:
             cols = []
-            for b, (a, d) in enumerate(zip(self._node_combo[src.idx].tolist(), dst, strict=True)):
+            at = self._node_combo[src.idx].tolist()
+            for b in live:
                 code = src.blocks[b]
-                cols.append(code if a == d else self._table(b, a, d)[code])
-        key = _radix_key(cols, bcards)
+                cols.append(code if at[b] == dst[b] else self._table(b, at[b], dst[b])[code])
+        key = _radix_key(cols, [bcards[b] for b in live]) if live else np.zeros(len(src.sizes), dtype=np.int64)
         packed, sizes, inv = _group(key, math.prod(bcards), src.weights, inverse)
         pairs = [p.rollup(inv, len(sizes)) for p in src.pairs] if inv is not None else []
         return _State(idx, levels, sizes, packed, bcards, self._card_of, pairs), inv
