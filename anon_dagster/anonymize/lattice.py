@@ -661,6 +661,8 @@ class Lattice:
             return
         segments = {j: self._level_segments(j) for j in free}
         free = [j for j in free if segments[j] is not None]
+        if len(free) < 2:
+            return
         checked = self.checked
         bottom = self._cache[0]
         if self.n_rows <= 2 * len(bottom.sizes):
@@ -761,7 +763,8 @@ class Lattice:
             at += len(starts) + 1
         return order, np.concatenate(runs[:-1]).astype(np.intp), np.asarray(levels, dtype=np.intp)
 
-    def _size_verdicts(self, small_rows, classes, small_classes):
+    def _size_verdicts(self, small_rows: np.ndarray | float, classes: np.ndarray | int,
+                       small_classes: np.ndarray | int) -> np.ndarray | bool:
         """:meth:`_verdict` of the monotone part for one node or many at once (arrays), from the
         rows in classes smaller than k, the classes and the classes smaller than k (the last
         two read for prosecutor_avg only)."""
