@@ -178,10 +178,17 @@ def stage(folder: Folder, target: str, part: str, data: bytes) -> str:
     A failure (a full disk) removes the partial file and raises.
     """
     name = f".{target}.{secrets.token_hex(8)}.{part}.tmp"
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder.fd)
+    _write_new(folder, name, data, 0o600)
+    return name
+
+
+def _write_new(folder: Folder, name: str, data: bytes, mode: int) -> None:
+    """Create ``name`` (never an existing file, never through a symlink) with ``mode`` whatever
+    the umask, write ``data`` and fsync it; on any failure the partial file is removed."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder.fd)
     try:
         try:
-            os.fchmod(fd, 0o600)  # whatever the umask
+            os.fchmod(fd, mode)
             write_all(fd, data)
             os.fsync(fd)
         finally:
@@ -189,7 +196,6 @@ def stage(folder: Folder, target: str, part: str, data: bytes) -> str:
     except BaseException:
         remove(folder, name)
         raise
-    return name
 
 
 def place(folder: Folder, staged: str, final: str, mode: int = PUBLISHED_MODE) -> None:
@@ -216,17 +222,7 @@ def backup(folder: Folder, final: str, name: str) -> bool:
         data = read_bytes(folder, final)
         if data is None:
             return False
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PUBLISHED_MODE, dir_fd=folder.fd)
-        try:
-            try:
-                os.fchmod(fd, PUBLISHED_MODE)  # it is the published file: it keeps its published mode
-                write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except BaseException:
-            remove(folder, name)
-            raise
+        _write_new(folder, name, data, PUBLISHED_MODE)  # the published file keeps its published mode
     return True
 
 
