@@ -597,9 +597,23 @@ def test_rotations_and_reversals_at_once_keep_both_the_keys_and_the_anchor(tmp_p
     reverse(dep.open())
     before_reversal.rotate()
     assert verify_audit_log(dep.open(), dep.log).anchored == 15
-    # and one that cannot verify entries made with newer keys refuses, rather than guess
-    with pytest.raises(ReversalRefused, match="key version"):
-        reverse(stale)
+    # one opened before the newer keys takes them in from the (sealed) file under the lock:
+    # its entry verifies, and is MACed with the newest version, not with the one it opened at
+    reverse(stale)
+    assert json.loads(dep.log.read_text().splitlines()[-1])["kv"] == dep.open().current_version == 6
+    assert verify_audit_log(dep.open(), dep.log).anchored == 16
+
+
+def test_a_store_whose_key_file_was_replaced_since_it_was_opened_refuses_to_log(tmp_path):
+    dep = Deployment("file", tmp_path).create()
+    opened = dep.open()
+    reverse(opened)
+    backend = opened.backend
+    meta, plain = backend._unseal_on_disk()
+    # same passphrase and seal, another key under version 1: not a rotation, a replacement
+    backend._write_sealed(meta, {**plain, "keys": {"1": base64.b64encode(bytes(32)).decode()}}, backend.file)
+    with pytest.raises(ReversalRefused, match="replaced"):
+        reverse(opened)
 
 
 # ----- a log from before anchoring --------------------------------------------------------------

@@ -16,7 +16,8 @@ import os
 import secrets
 import stat
 import warnings
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -271,6 +272,26 @@ class FileKeyBackend(_MemoryKeys):
     def anchor_store(self) -> KeyFileAnchor:
         return KeyFileAnchor(self)
 
+    def adopt_rotations(self) -> None:
+        """Take in the key versions another process added to the file since this object opened it.
+
+        Called under the writers' lock, before the audit log is verified: an entry MACed with a
+        version rotated in meanwhile must verify, not read as tampering. Only additions are
+        taken in, and only from a file that unseals under this object's key-encryption key
+        (the seal authenticates them); a version this object holds whose key differs on disk
+        means the file was replaced, and that is a SecretError.
+        """
+        meta, plain = self._unseal_on_disk()
+        try:
+            on_disk = {int(v): _unb64(k) for v, k in plain["keys"].items()}
+            created = {int(k["version"]): k.get("created") for k in meta["keys"]}
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+            raise SecretError(f"{self.file}: the sealed keys cannot be read (corrupted key store)") from None
+        if sorted(on_disk) != sorted(created) or any(on_disk.get(v) != k for v, k in self._keys.items()):
+            raise SecretError(f"{self.file}: the key store was replaced since it was opened; open it again")
+        if len(on_disk) > len(self._keys):
+            self._keys, self._created, self._meta = on_disk, created, meta
+
 
 class KeyFileAnchor(AnchorStore):
     """The audit anchor sealed in the encrypted key file, beside the master keys.
@@ -283,14 +304,28 @@ class KeyFileAnchor(AnchorStore):
 
     def __init__(self, backend: FileKeyBackend):
         self.backend = backend
+        self._unusable: SecretError | None = None  # why the file could not be taken in, under the lock
 
     def describe(self) -> str:
         return f"the encrypted key file {self.backend.file}"
 
-    def lock(self) -> AbstractContextManager[None]:
-        return locked_file(self.backend.lock_path)
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        with locked_file(self.backend.lock_path):
+            # entries written since this store was opened may be MACed with a newer key version;
+            # a file that cannot be taken in makes the anchor unreadable (read() says why)
+            try:
+                self.backend.adopt_rotations()
+            except SecretError as exc:
+                self._unusable = exc
+            try:
+                yield
+            finally:
+                self._unusable = None
 
     def read(self) -> AuditAnchor | None:
+        if self._unusable is not None:
+            raise AnchorInvalid(str(self._unusable))
         try:
             _, plain = self.backend._unseal_on_disk()
         except SecretError as exc:
