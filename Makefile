@@ -1,5 +1,8 @@
 # The README's first two commands: `make demo` and `make test`. Each one sets up what it needs.
 PYTHON ?= python3
+# bash with pipefail: a command piped into a filter still fails the target when it fails
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
@@ -7,10 +10,14 @@ DEMO_DATA := data/demo
 
 .PHONY: demo test lint venv browser bench clean
 
+# pip prints each package as it is fetched and installed: the first run takes a few minutes
 $(STAMP): pyproject.toml
+	@echo "== setting up $(VENV): anon_dagster and its dependencies (dagster, pandas, pyarrow, ...)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install -e '.[dev]' 2>&1 | { grep --line-buffered -E '^(Collecting|Installing|Successfully|ERROR)' || true; } || \
+	  { echo "installing anon_dagster failed: '$(PY) -m pip install -e .[dev]' shows why"; exit 1; }
+	@echo "== $(VENV) ready"
 	touch $(STAMP)
 
 venv: $(STAMP)
