@@ -163,9 +163,43 @@ def _frontier_rows(fr: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     return header, rows
 
 
+PU_HEADER = ["model", "population uniques (share)", "population uniques", "sample uniques", "interval", "note"]
+PU_FACTS = ("records", "classes", "sample_uniques", "sampling_fraction", "population_size", "bootstrap", "seed")
+
+
+def population_uniqueness_table(pu: Mapping[str, Any]) -> tuple[str | None, list[str], list[list[Any]],
+                                                                 list[tuple[str, Any]]]:
+    """The population-uniqueness estimates as the report shows them: the summary line, a table
+    with one row per model (the estimate Dankar's rule chose first), and the facts they rest on."""
+    rows: list[tuple[str, Mapping[str, Any]]] = []
+    chosen = pu.get("dankar")
+    if isinstance(chosen, Mapping):
+        rows.append((f"Dankar's rule ({pu.get('dankar_model') or chosen.get('model')})", chosen))
+    rows += [(name, est) for name, est in sorted((pu.get("estimates") or {}).items()) if isinstance(est, Mapping)]
+
+    def interval(e: Mapping[str, Any]) -> Any:
+        iv = e.get("interval")
+        if not iv:
+            return None
+        return f"[{format_value(iv[0])}, {format_value(iv[1])}] ({e.get('interval_method')})"
+
+    table = [[name, e.get("fraction"), e.get("population_count"), e.get("sample_count"), interval(e), e.get("note")]
+             for name, e in rows]
+    facts = [(k, pu[k]) for k in PU_FACTS if pu.get(k) is not None]
+    return pu.get("summary"), PU_HEADER, table, facts
+
+
 def headline_text(headline: Mapping[str, Any]) -> str:
     """``prosecutor_max 0.2, prosecutor_avg 0.05``: the declared adversary's figures in one line."""
     return ", ".join(f"{k} {format_value(v, missing='not measured')}" for k, v in headline["figures"].items())
+
+
+def _public_name(location: str | None) -> str | None:
+    """What a report may say of where a file is: an object-storage URI as is (the public
+    location), a local path only by its file name (the publisher's folders are not the reader's)."""
+    if not location:
+        return None
+    return location if "://" in location else Path(location).name
 
 
 def _review_date(evaluated_at: str, days: int) -> str:
@@ -198,8 +232,9 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
             "git_revision": inputs.get("git_revision"),
             "seed": inputs.get("seed"),
             "date": inputs["evaluated_at"],
-            "published_path": inputs.get("published_path"),
-            "report_path": inputs.get("report_path"),
+            # the file's name, never the folder it sits in on the publishing machine
+            "published_file": _public_name(inputs.get("published_path")),
+            "report_file": _public_name(inputs.get("report_path")),
         },
         "hypotheses": _hypotheses(spec),
         "measures": {
@@ -219,6 +254,8 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
             "verdict": VERDICT_OK if publishable else VERDICT_FAILED,
             "checks": checks,
             "failed_checks": [c["name"] for c in failed],
+            # the refusal's reasons, each failed blocking check's own summary, stated first
+            "reasons": [{"name": c["name"], "summary": c.get("summary") or "failed"} for c in failed],
             "warnings": [c["name"] for c in warnings],
             "mitigations": inputs.get("mitigations") or [],
             "review_date": _review_date(inputs["evaluated_at"], spec["policy"]["review_after_days"]),

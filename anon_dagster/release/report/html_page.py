@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .content import _frontier_note, _frontier_rows, headline_text
+from .content import _frontier_note, _frontier_rows, headline_text, population_uniqueness_table
 from .svg import svg_bars, svg_frontier
 from .values import format_value
 
@@ -39,6 +38,9 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<title>{e(report['title'])}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(report['title'])}</h1>",
         f'<p class="verdict {"ok" if ok else "bad"}">Verdict: {e(verdict["verdict"])} — review by {e(verdict["review_date"])}</p>',
+        *(["<p><b>Refused because</b></p><ul>",
+           *[f"<li><b>{e(r['name'])}</b>: {'<br>'.join(e(x) for x in r['summary'].splitlines())}</li>"
+             for r in verdict["reasons"]], "</ul>"] if verdict.get("reasons") else []),
         *([f'<p class="headline"><b>Headline risk ({e(meas["headline_risk"]["adversary"])} adversary):</b> '
            f'{e(headline_text(meas["headline_risk"]))}</p>'] if meas.get("headline_risk") else []),
         "<h2>1. Identification and traceability</h2>",
@@ -83,11 +85,13 @@ def render_html(report: Mapping[str, Any]) -> str:
     pu = meas.get("population_uniqueness")
     if pu:
         parts.append("<h3>Population uniqueness</h3>")
-        ests = pu.get("estimates") if isinstance(pu, dict) else None
-        if isinstance(ests, list) and ests and isinstance(ests[0], dict):
-            keys = sorted({k for est in ests for k in est})
-            parts.append(_html_table(keys, [[est.get(k) for k in keys] for est in ests]))
-        parts.append(f"<pre>{e(json.dumps(pu, sort_keys=True, indent=1))}</pre>")
+        summary, header, rows, facts = population_uniqueness_table(pu)
+        if summary:
+            parts.append(f"<p>{e(summary)}</p>")
+        if rows:
+            parts.append(_html_table(header, rows))
+        if facts:
+            parts.append(f"<p>{e('; '.join(f'{k} {format_value(v)}' for k, v in facts))}</p>")
     util = meas.get("utility")
     if util:
         parts.append("<h3>Utility</h3>")

@@ -105,6 +105,31 @@ def threshold_checks(thresholds: Any, measures: Mapping[str, Any]) -> list[dict[
     return out
 
 
+# Mondrian class ranges listed in a report (the record file beside it holds every class)
+RANGES_SHOWN = 20
+
+
+def record_for_report(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The transformation record's JSON as a report states it: what was done, not the per-class detail.
+
+    Mondrian's class boxes (how to place a population into its classes) and all but the first
+    :data:`RANGES_SHOWN` class ranges stay in the record file (``transformations.json``): a
+    report, and the ledger entry that stores its inputs, stay small whatever the class count.
+    """
+    out = {k: v for k, v in record.items() if k != "suppression"}
+    mondrian = out.get("mondrian")
+    if isinstance(mondrian, Mapping):
+        ranges = list(mondrian.get("ranges") or [])
+        boxes = mondrian.get("boxes")
+        classes = boxes.get("classes") if isinstance(boxes, Mapping) else mondrian.get("classes")
+        out["mondrian"] = {
+            **mondrian, "ranges": ranges[:RANGES_SHOWN],
+            "ranges_truncated": int(mondrian.get("ranges_truncated") or 0) + max(len(ranges) - RANGES_SHOWN, 0),
+            "boxes": f"{classes} class boxes, in the transformation record",
+        }
+    return out
+
+
 def report_inputs(
     spec: Any,
     *,
@@ -181,7 +206,7 @@ def report_inputs(
         "class_sizes": class_size_distribution(class_sizes) if class_sizes is not None else None,
         "population_uniqueness": population_uniqueness,
         "utility": utility,
-        "anonymization": {k: v for k, v in record.items() if k != "suppression"} or None,
+        "anonymization": record_for_report(record) or None,
         "suppression": suppression,
         "composition": composition,
         "dp": dp,

@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .content import _frontier_note, _frontier_rows, headline_text
+from .content import _frontier_note, _frontier_rows, headline_text, population_uniqueness_table
 from .values import format_value
+
+# characters Markdown reads as emphasis, code, links or HTML: ``k1*k2/N`` must not turn italic
+_MARKUP = str.maketrans({c: "\\" + c for c in "\\`*<>"})
+
+
+def md_text(text: Any) -> str:
+    """``text`` as literal Markdown: markup characters escaped, each line break kept (a hard break).
+
+    For prose written by the core (check summaries, reasons), which must read in Dagster's UI
+    and in the report exactly as written.
+    """
+    lines = str(text).translate(_MARKUP).splitlines()
+    return "  \n".join(line.rstrip() for line in lines)
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    esc = lambda s: format_value(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    esc = lambda s: md_text(format_value(s)).replace("|", "\\|").replace("  \n", "<br>")  # noqa: E731
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return lines
+
+
+def _population_uniqueness(pu: Mapping[str, Any]) -> list[str]:
+    summary, header, rows, facts = population_uniqueness_table(pu)
+    out = [md_text(summary), ""] if summary else []
+    if rows:
+        out += _md_table(header, rows) + [""]
+    return out + (["; ".join(f"{k} {format_value(v)}" for k, v in facts), ""] if facts else [])
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -22,6 +42,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     ident, hyp, meas, verdict = (report[s] for s in ("identification", "hypotheses", "measures", "verdict"))
     mark = "✅" if verdict["publishable"] else "❌"
     out = [f"# {report['title']}", "", f"**Verdict: {mark} {verdict['verdict']}** — review by {verdict['review_date']}", ""]
+    if verdict.get("reasons"):  # why it was refused, before anything else
+        out += ["**Refused because**", ""]
+        out += [f"- **{r['name']}**: {md_text(r['summary'])}" for r in verdict["reasons"]] + [""]
     headline = meas.get("headline_risk")
     if headline:
         out += [f"**Headline risk ({headline['adversary']} adversary)**: {headline_text(headline)}", ""]
@@ -54,7 +77,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         out += [""]
     pu = meas.get("population_uniqueness")
     if pu:
-        out += ["**Population uniqueness**", "", f"```json\n{json.dumps(pu, sort_keys=True, indent=1)[:3000]}\n```", ""]
+        out += ["**Population uniqueness**", ""] + _population_uniqueness(pu)
     util = meas.get("utility")
     if util:
         if util.get("generic"):
