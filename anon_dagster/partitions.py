@@ -26,6 +26,11 @@ UNPARTITIONED = "all"
 
 KEY_FORMATS = {"daily": "%Y-%m-%d", "weekly": "%Y-%m-%d", "monthly": "%Y-%m",
                "quarterly": "%Y-%m-%d", "yearly": "%Y"}
+# The cron of each cadence's window boundaries (UTC): a window ends, and the next begins, at
+# each of its times. Weeks start on Monday and quarters in January, April, July and October,
+# as :func:`partition_window` aligns them; a scheduler releases a window at its end.
+CRONS = {"daily": "0 0 * * *", "weekly": "0 0 * * 1", "monthly": "0 0 1 * *", "quarterly": "0 0 1 1,4,7,10 *",
+         "yearly": "0 0 1 1 *"}
 _OFFSETS = {
     "daily": pd.DateOffset(days=1),
     "weekly": pd.DateOffset(weeks=1),

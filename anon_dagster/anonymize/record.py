@@ -286,6 +286,14 @@ class TransformationRecord(JsonObject):
             raise DataError(f"{path}: not a JSON transformation record ({exc})") from None
         return cls.from_json(data, str(path))
 
+    def summary(self, boxes_in: str) -> dict[str, Any]:
+        """The record's JSON without what can be large: Mondrian's per-class boxes are replaced
+        by their count and ``boxes_in``, the file that keeps them (what Dagster's metadata shows)."""
+        out = plain_json(self.to_json())
+        if self.mondrian is not None:
+            out["mondrian"] = {**out["mondrian"], "boxes": f"{self.mondrian.boxes.classes} class boxes, in {boxes_in}"}
+        return out
+
     def write(self, path: str | Path, *, sort_keys: bool = False, final_newline: bool = True) -> Path:
         """Write the record as indented JSON to ``path``, atomically (mode 0600).
 

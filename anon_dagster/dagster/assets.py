@@ -5,7 +5,8 @@ For a release ``r`` the group ``r`` holds (names from the :class:`ReleaseTransla
     r/raw ──► r/pseudonymized ──► r/anonymized ──► r/published
                                    └─ blocking checks: one per declared check (criteria registry)
 
-Each body is a few lines calling :mod:`anon_dagster.release.pipeline`, which decides
+Each body is a few lines calling the core (:mod:`anon_dagster.release.pipeline`,
+:mod:`~anon_dagster.release.stored`, :mod:`~anon_dagster.release.publication`), which decides
 everything; this module only moves values between Dagster and the core. Every check is
 partition-aware, blocking (ERROR severity, WARN for a utility query marked ``severity: warn``)
 and always yields a result. ``r/published`` evaluates the gate again itself before writing
@@ -14,7 +15,6 @@ anything, so a run that selects only it cannot publish what the checks refused.
 
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -38,13 +38,12 @@ from dagster import (
     multi_asset_check,
 )
 
-from ..errors import DataError
-from ..io import plain_json
-from ..partitions import UNPARTITIONED
 from ..release import gate, pipeline, publication
-from ..release.evaluation import Evaluation
+from ..release.ledger import Ledger
+from ..release.publication import reports_folder
+from ..release.stored import evaluate_stored
 from ..spec import ReleaseSpec
-from .metadata import check_metadata, histogram_table, record_summary
+from .metadata import as_metadata, check_metadata
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
@@ -66,24 +65,9 @@ def partition_of(context: AssetExecutionContext | AssetCheckExecutionContext) ->
     return context.partition_key if context.has_partition_key else None
 
 
-def reports_folder(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path:
-    """Where a partition's transformation record and risk report go: ``reports_dir`` (may
-    hold {release}) or ``reports/<release>`` beside the spec folder, then the partition."""
-    base = spec.resolve(reports_dir) if reports_dir else spec.resolve("../reports/{release}")
-    return base / (partition or UNPARTITIONED)
-
-
-def _evaluate(context: Any, spec: ReleaseSpec, anonymized: pd.DataFrame,
-              pseudonymized: pd.DataFrame, raw: pd.DataFrame, only: set[str] | None = None) -> Evaluation:
-    """The core's evaluation of the stored anonymized table, with the record it carries (stored,
-    encrypted and authenticated, with the table: the report folder's copy is for reading only)."""
-    try:
-        record = gate.attached_record(anonymized)
-    except (ValueError, DataError):  # unreadable: the population checks then fail and say so
-        record = None
-    return pipeline.evaluate(spec, anonymized, record=record, original=pseudonymized, raw=raw,
-                             ledger=context.resources.ledger.open(context.resources.keystore),
-                             partition=partition_of(context), only=only)
+def run_ledger(context: AssetExecutionContext | AssetCheckExecutionContext) -> Ledger:
+    """The run's ledger, opened and verified with the run's key store."""
+    return context.resources.ledger.open(context.resources.keystore)
 
 
 def storage_folders(context: AssetExecutionContext) -> list[str]:
@@ -139,7 +123,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         context.add_output_metadata({
             **({"policy_unreachable": MetadataValue.md(result.unreachable)} if result.unreachable else {}),
             "rows": len(result.data), "suppressed": result.suppressed,
-            "transformation_record": MetadataValue.json(plain_json(record_summary(result.record))),
+            "transformation_record": MetadataValue.json(result.record.summary(gate.RECORD_FILE)),
         })
         return gate.attach_record(result.data, result.record)
 
@@ -148,17 +132,14 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def release_checks(context: AssetCheckExecutionContext, anonymized: pd.DataFrame,
                        pseudonymized: pd.DataFrame, raw: pd.DataFrame):
         selected = {k.name for k in context.selected_asset_check_keys}
-        folder = reports_folder(spec, reports_dir, partition_of(context))
-        evaluation = _evaluate(context, spec, anonymized, pseudonymized, raw, only=selected)
-        complete = selected == {c.name for c in t.checks(spec)}
-        try:  # the evidence of a complete evaluation is kept; a refused one is remembered by the ledger
-            if complete and not evaluation.passed:
-                publication.record_refusal(spec, evaluation, context.resources.ledger.open(context.resources.keystore),
-                                           folder)
-            elif complete:
-                publication.write_evaluation_report(spec, evaluation, folder)
-        except Exception as exc:
-            context.log.warning(f"the evaluation's report could not be kept: {pipeline.describe_error(exc)}")
+        ledger = run_ledger(context)
+        evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                                     partition=partition_of(context), only=selected)
+        if selected == {c.name for c in t.checks(spec)}:  # a complete evaluation: its evidence is kept
+            kept = publication.keep_evaluation(spec, evaluation, ledger,
+                                               reports_folder(spec, reports_dir, partition_of(context)))
+            if kept.problem:
+                context.log.warning(f"the evaluation's report could not be kept: {kept.problem}")
         for result in evaluation.checks:
             yield AssetCheckResult(
                 asset_key=key["anonymized"], check_name=result.name, passed=bool(result.passed),
@@ -172,27 +153,17 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
                   raw: pd.DataFrame) -> MaterializeResult:
         # re-verification: the gate evaluated again here, never read from Dagster's event storage
-        evaluation = _evaluate(context, spec, anonymized, pseudonymized, raw)
-        ledger = context.resources.ledger.open(context.resources.keystore)
-        # the target is kept clear of the key store and the IO manager's storage, with the inputs
-        protected = {"keystore": context.resources.keystore, "storage": storage_folders(context)}
-        try:
-            if spec.publication.mode == "aggregates":
-                done, errors = publication.publish_aggregates(spec, evaluation, pseudonymized, ledger, **protected)
-                extra: dict[str, Any] = {"cells": done.rows, "epsilon": float(spec.publication.epsilon or 0),
-                                         "expected_error": MetadataValue.json(errors)}
-            else:
-                done = publication.publish(spec, evaluation, anonymized, ledger, **protected)
-                extra = {"rows": done.rows, "columns": MetadataValue.json(done.columns),
-                         "class_size_histogram": histogram_table(gate.class_size_histogram(evaluation.measures))}
+        ledger = run_ledger(context)
+        evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                                     partition=partition_of(context))
+        try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
+            done = publication.publish_release(spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized,
+                                               ledger=ledger, keystore=context.resources.keystore,
+                                               storage=storage_folders(context))
         except publication.PublicationRefused as exc:
             raise Failure(description=str(exc), metadata={"refused_by": MetadataValue.json(exc.refusals)},
                           allow_retries=False) from None
-        return MaterializeResult(metadata={
-            "path": MetadataValue.path(str(done.path)), **extra, "data_hash": done.data_hash,
-            "ledger_entry": done.ledger_entry, "ledger_action": done.ledger_action,
-            "report": MetadataValue.path(str(done.report_path)), "evaluation": evaluation.id,
-        })
+        return MaterializeResult(metadata=as_metadata(done.figures()))
 
     job = define_asset_job(t.job_name(spec), selection=AssetSelection.groups(t.group_name(spec)),
                            description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")

@@ -1,8 +1,8 @@
 """Dagster time-window partitions from a release spec's ``partitions`` block.
 
-The windows and their keys are defined in :mod:`anon_dagster.partitions`; this module gives
-Dagster the same windows. Only complete periods exist (``end_offset=0``): a release is never
-made of a period still filling up.
+The windows, their keys and the cron of their boundaries are defined in
+:mod:`anon_dagster.partitions`; this module gives Dagster the same windows. Only complete
+periods exist (``end_offset=0``): a release is never made of a period still filling up.
 """
 
 from __future__ import annotations
@@ -10,12 +10,8 @@ from __future__ import annotations
 import pandas as pd
 from dagster import TimeWindowPartitionsDefinition
 
-from ..partitions import KEY_FORMATS
+from ..partitions import CRONS, KEY_FORMATS
 from ..spec import ReleaseSpec
-
-# the cron of each cadence's window boundaries
-CRONS = {"daily": "0 0 * * *", "weekly": "0 0 * * 1", "monthly": "0 0 1 * *", "quarterly": "0 0 1 1,4,7,10 *",
-         "yearly": "0 0 1 1 *"}
 
 
 def partitions_def_for(spec: ReleaseSpec) -> TimeWindowPartitionsDefinition | None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from dagster import AssetCheckSpec, AssetKey, PartitionsDefinition
 
-from ..release.pipeline import DeclaredCheck, declared_checks, needs_keystore
+from ..release.pipeline import DeclaredCheck, declared_checks
+from ..release.stored import at_rest_policy
 from ..spec import ReleaseSpec
 from .io_manager import AT_REST_KEY
 
@@ -47,16 +48,14 @@ class ReleaseTranslator:
         return {"parquet"} if step == "published" else {"pandas", "parquet"}
 
     def metadata(self, spec: ReleaseSpec, step: str) -> dict[str, Any]:
-        """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step."""
-        if step in ("raw", "pseudonymized", "anonymized"):
-            # still personal data (the anonymized table holds the linkage pseudonyms and carries
-            # the record the gate reads): encrypted and authenticated at rest (a release without
-            # a key store only if one is set)
-            out: dict[str, Any] = {AT_REST_KEY: "encrypted" if needs_keystore(spec) else "encrypted-if-available"}
-            if step == "raw":
-                out["spec"] = str(spec.spec_path) if spec.spec_path else spec.release
-            return out
-        return {}
+        """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step
+        (the core's :func:`~anon_dagster.release.stored.at_rest_policy`: every stored step is still
+        personal data)."""
+        policy = at_rest_policy(spec, step)
+        out: dict[str, Any] = {AT_REST_KEY: policy} if policy is not None else {}
+        if step == "raw":
+            out["spec"] = str(spec.spec_path) if spec.spec_path else spec.release
+        return out
 
     def checks(self, spec: ReleaseSpec) -> list[DeclaredCheck]:
         """The checks on the anonymized asset (from the criteria registry), in order."""

@@ -13,7 +13,10 @@ Definitions:
 - a check *blocks* when it failed with severity ``error`` (``warn`` only reports);
 - the evaluation's *verdict* is ``pass`` when no check blocks, else ``fail``;
 - its *id* is a digest of the spec hash, the data hash and every check's outcome, so a
-  decision bound to it (an approval) is void once data, spec or any figure changes.
+  decision bound to it (an approval) is void once data, spec or any figure changes;
+- a check's *evidence* (:meth:`CheckResult.evidence`) is what a reviewer reads beside its
+  verdict, as named plain data (:class:`EvidenceTable` or JSON): the Dagster layer only converts
+  it to metadata. It describes classes by their sizes, never by their values.
 """
 
 from __future__ import annotations
@@ -23,7 +26,31 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
+from ..criteria import criterion_for_check
 from ..io import plain_json
+
+
+@dataclass(frozen=True)
+class EvidenceTable:
+    """A small table of evidence in plain values: ``columns`` as ``(name, type)`` pairs, the type
+    ``string``, ``int`` or ``float``; ``rows`` as dicts by column name."""
+
+    columns: list[tuple[str, str]]
+    rows: list[dict[str, Any]]
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, limit: int = 50) -> EvidenceTable:
+        """The first ``limit`` rows of ``df``: numeric columns as floats (None for a missing or
+        not-a-number value), the others as text (empty when missing)."""
+        from .gate import as_float
+
+        df = df.head(limit)
+        numeric = {c: pd.api.types.is_numeric_dtype(df[c]) for c in df.columns}
+        rows = [{str(c): as_float(v) if numeric[c] else ("" if pd.isna(v) else str(v))
+                 for c, v in zip(df.columns, row, strict=True)} for row in df.itertuples(index=False)]
+        return cls([(str(c), "float" if numeric[c] else "string") for c in df.columns], rows)
 
 
 @dataclass
@@ -50,6 +77,38 @@ class CheckResult:
     def blocks(self) -> bool:
         """Failed with severity error: the publication must not happen."""
         return not self.passed and self.severity == "error"
+
+    @property
+    def threshold_text(self) -> str:
+        """The declared threshold with its comparison (``>= 5``), ``none`` when there is none."""
+        thr = self.threshold
+        if thr is None:
+            return "none"
+        return f"{self.comparison} {json.dumps(thr) if isinstance(thr, dict) else thr}"
+
+    def evidence(self, evaluation: Evaluation) -> dict[str, EvidenceTable | Any]:
+        """What a reviewer needs beside this verdict, by name: tables and JSON, never the values of a class.
+
+        A risk threshold shows the classes (``class_size_histogram``; ``small_classes``, the
+        classes below the target k counted by size; ``qi_contributions``, per QI the rows below k
+        once it is left out), a utility query its ``per_group`` table, the data contract its
+        ``failed_expectations`` (counts only), the composition and the ε budget their ``composition``.
+        """
+        out: dict[str, EvidenceTable | Any] = {}
+        if criterion_for_check(self.name) is not None:
+            out["class_size_histogram"] = evaluation.class_size_table()
+            if evaluation.small_classes is not None:
+                out["small_classes"] = EvidenceTable.from_frame(pd.DataFrame(
+                    evaluation.small_classes["by_size"], columns=["size", "classes", "rows"]))
+                out["qi_contributions"] = EvidenceTable.from_frame(pd.DataFrame(
+                    evaluation.small_classes["contributions"], columns=["qi", "rows_below_k_without", "contribution"]))
+        table = self.details.get("table")
+        if isinstance(table, pd.DataFrame):
+            out["per_group"] = EvidenceTable.from_frame(table)
+        for name, key in (("failed_expectations", "failed"), ("composition", "composition")):
+            if key in self.details:
+                out[name] = self.details[key]
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The contract form (``anon-dagster check --json``): name, spec key, verdict, figures."""
@@ -105,6 +164,14 @@ class Evaluation:
         """``"<check>: <summary>"`` of every blocking check (empty when the release may go out)."""
         return [f"{c.name}: {c.summary}" for c in self.checks if c.blocks]
 
+    def class_size_table(self) -> EvidenceTable:
+        """The class-size histogram of the measures: classes and rows per size band."""
+        from .gate import class_size_histogram
+
+        return EvidenceTable([("class_size", "string"), ("classes", "int"), ("rows", "int")],
+                             [{"class_size": r["sizes"], "classes": r["classes"], "rows": r["rows"]}
+                              for r in class_size_histogram(self.measures)])
+
     def check(self, name: str) -> CheckResult | None:
         """The result of the check called ``name``, if it was evaluated."""
         return next((c for c in self.checks if c.name == name), None)
@@ -136,4 +203,4 @@ class Evaluation:
                 "checks": [c.to_json() for c in self.checks], "evaluation": self.id}
 
 
-__all__ = ["CheckResult", "Evaluation"]
+__all__ = ["CheckResult", "Evaluation", "EvidenceTable"]

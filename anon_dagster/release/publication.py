@@ -30,7 +30,10 @@ which the next publication of the partition reconciles; until then it counts for
 and the ε budget (fail safe: its data may already be in place).
 
 A refused evaluation is recorded in the ledger as failed (it never counts for composition) and
-keeps its report in the partition's report folder (owner-only).
+keeps its report in the partition's report folder (owner-only): :func:`keep_evaluation` keeps
+the evidence of an evaluation of every check, whichever its verdict, and :func:`publish_release`
+publishes a passing one as the spec's ``publication.mode`` says, with the figures a reviewer
+reads beside it. The Dagster assets call these two; they decide nothing themselves.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ import pandas as pd
 from ..anonymize.record import TransformationRecord
 from ..errors import UserError
 from ..io import plain_json, table_format, write_bytes_atomic
+from ..partitions import UNPARTITIONED
 from ..spec import ReleaseSpec
 from . import gate, portal
-from .evaluation import Evaluation
+from .evaluation import Evaluation, EvidenceTable
 from .ledger import Ledger, RecordOutcome, dataset_hash
 from .ledger.lifecycle import private_folders
 from .publish import record_evaluation
@@ -91,6 +95,64 @@ class Published:
     ledger_entry: int | None
     ledger_action: str
     report_path: Path
+
+
+@dataclass
+class ReleasePublished:
+    """A publication made as the spec's ``publication.mode`` says, with the figures shown beside it.
+
+    ``class_size_histogram`` is a row publication's; ``epsilon`` and ``expected_error`` (each
+    aggregate's expected error under the noise drawn) an aggregates publication's.
+    """
+
+    published: Published
+    mode: str
+    evaluation: str  # the id of the evaluation published
+    class_size_histogram: EvidenceTable | None = None
+    epsilon: float | None = None
+    expected_error: dict[str, Any] | None = None
+
+    def figures(self) -> dict[str, Any]:
+        """The figures by name, in plain values: ``path``; ``rows``, ``columns`` and
+        ``class_size_histogram`` (rows) or ``cells``, ``epsilon`` and ``expected_error``
+        (aggregates); ``data_hash``, ``ledger_entry``, ``ledger_action``, ``report``, ``evaluation``."""
+        done = self.published
+        if self.mode == "aggregates":
+            shape: dict[str, Any] = {"cells": done.rows, "epsilon": self.epsilon, "expected_error": self.expected_error}
+        else:
+            shape = {"rows": done.rows, "columns": done.columns, "class_size_histogram": self.class_size_histogram}
+        return {"path": done.path, **shape, "data_hash": done.data_hash, "ledger_entry": done.ledger_entry,
+                "ledger_action": done.ledger_action, "report": done.report_path, "evaluation": self.evaluation}
+
+
+@dataclass
+class Kept:
+    """What :func:`keep_evaluation` kept: the report written (None when it could not be), whether
+    the evaluation was recorded as refused, and ``problem``, what prevented keeping it."""
+
+    report: Path | None
+    refused: bool
+    problem: str | None = None
+
+
+def reports_folder(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path:
+    """Where a partition's transformation record and the report of its evaluation go: ``reports_dir``
+    (may hold {release}; relative to the spec's folder) or ``reports/<release>`` beside the spec
+    folder, then the partition (``all`` for an unpartitioned release)."""
+    base = spec.resolve(reports_dir) if reports_dir else spec.resolve("../reports/{release}")
+    return base / (partition or UNPARTITIONED)
+
+
+def evaluation_report_path(folder: Path) -> Path:
+    """The Markdown report of the evaluation kept in ``folder`` (beside its .html and .json)."""
+    return Path(folder) / f"{REPORT_STEM}.md"
+
+
+def kept_report(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path | None:
+    """The Markdown report of the evaluation kept for ``partition`` (:func:`keep_evaluation`),
+    None when none was kept."""
+    report = evaluation_report_path(reports_folder(spec, reports_dir, partition))
+    return report if report.exists() else None
 
 
 def publication_target(spec: ReleaseSpec, partition: str | None) -> Path:
@@ -141,7 +203,7 @@ def write_record(record: TransformationRecord, folder: Path) -> Path:
 
 def write_evaluation_report(spec: ReleaseSpec, evaluation: Evaluation, folder: Path) -> dict[str, Any]:
     """The evaluation's risk report written into ``folder`` (``risk_report.md|html|json``, owner-only)."""
-    inputs = evaluation_report_inputs(spec, evaluation, report_path=str(Path(folder) / f"{REPORT_STEM}.md"))
+    inputs = evaluation_report_inputs(spec, evaluation, report_path=str(evaluation_report_path(folder)))
     report = build_report(inputs)
     private_folders(Path(folder), "the report folder")
     write_report_files(report, Path(folder) / REPORT_STEM)
@@ -151,11 +213,33 @@ def write_evaluation_report(spec: ReleaseSpec, evaluation: Evaluation, folder: P
 def record_refusal(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, folder: Path) -> dict[str, Any]:
     """Record a refused evaluation in the ledger (failed: never composed) and write its report
     (owner-only) into ``folder``."""
-    inputs = evaluation_report_inputs(spec, evaluation, report_path=str(Path(folder) / f"{REPORT_STEM}.md"))
+    inputs = evaluation_report_inputs(spec, evaluation, report_path=str(evaluation_report_path(folder)))
     _, report = record_evaluation(ledger, spec, inputs)
     private_folders(Path(folder), "the report folder")
     write_report_files(report, Path(folder) / REPORT_STEM)
     return report
+
+
+def keep_evaluation(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, folder: Path) -> Kept:
+    """Keep the evidence of an evaluation of every check in ``folder``: a refused one is recorded
+    in the ledger (failed: never composed) with its report (:func:`record_refusal`), a passing
+    one's report is written (:func:`write_evaluation_report`); publishing it is the publication
+    step's. An evaluation of some of the checks only proves nothing about the release: do not keep it.
+
+    Never raises: the verdicts stand whatever becomes of their evidence, so what prevented keeping
+    it is returned as ``problem`` (one line), for the caller to report.
+    """
+    from .pipeline import describe_error
+
+    refused = not evaluation.passed
+    try:
+        if refused:
+            record_refusal(spec, evaluation, ledger, folder)
+        else:
+            write_evaluation_report(spec, evaluation, folder)
+    except Exception as exc:  # noqa: BLE001 - reported by the caller; the check results still stand
+        return Kept(None, refused, describe_error(exc))
+    return Kept(evaluation_report_path(folder), refused)
 
 
 def _refuse_unless_passed(spec: ReleaseSpec, evaluation: Evaluation) -> None:
@@ -263,6 +347,21 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
     return published, plain_json(aggregates.measures)
 
 
+def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd.DataFrame,
+                    pseudonymized: pd.DataFrame, ledger: Ledger, keystore: Any = None,
+                    storage: Sequence[str | Path] = ()) -> ReleasePublished:
+    """Publish a passing evaluation as ``publication.mode`` says: the rows of ``anonymized``
+    (:func:`publish`), or the noisy aggregates of ``pseudonymized`` (:func:`publish_aggregates`);
+    PublicationRefused otherwise, nothing written. ``keystore`` and ``storage`` are kept clear
+    of the target, with the release's inputs."""
+    if spec.publication.mode == "aggregates":
+        done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage)
+        return ReleasePublished(done, "aggregates", evaluation.id, epsilon=float(spec.publication.epsilon or 0),
+                                expected_error=errors)
+    done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage)
+    return ReleasePublished(done, "rows", evaluation.id, class_size_histogram=evaluation.class_size_table())
+
+
 def _stored(inputs: dict[str, Any]) -> dict[str, Any]:
     """The inputs as the ledger gives them back (a JSON round trip), so the staged report is
     byte for byte the one rebuilt from the ledger."""
@@ -357,7 +456,8 @@ def _swap(ledger: Ledger, folder: portal.Folder, target: Target, entry: int, sta
 
 
 __all__ = [
-    "PublicationRefused", "Published", "Reconciled", "evaluation_report_inputs", "publication_target", "publish",
-    "publish_aggregates", "reconcile_pending", "record_refusal", "recorded_population", "refuse_population_change",
-    "report_base", "table_bytes", "write_evaluation_report", "write_record", "write_report_files",
+    "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished", "evaluation_report_inputs",
+    "evaluation_report_path", "keep_evaluation", "kept_report", "publication_target", "publish", "publish_aggregates",
+    "publish_release", "reconcile_pending", "record_refusal", "recorded_population", "refuse_population_change",
+    "report_base", "reports_folder", "table_bytes", "write_evaluation_report", "write_record", "write_report_files",
 ]

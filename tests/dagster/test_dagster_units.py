@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from anon_dagster.dagster.partitions import partitions_def_for
 from anon_dagster.dagster.resources import KeyStoreResource
 from anon_dagster.errors import DataError, SecretError
-from anon_dagster.partitions import partition_window, rows_in_window
+from anon_dagster.partitions import CRONS, partition_window, rows_in_window
 from anon_dagster.release import gate as policy
 from anon_dagster.release import pipeline
 from anon_dagster.spec import spec_from_dict
@@ -49,6 +49,23 @@ def make_spec(**overrides) -> object:
 def test_partition_keys_follow_the_cadence(cadence, start, end, keys):
     spec = make_spec(partitions={"cadence": cadence, "start": start, "end": end, "column": "day"})
     assert partitions_def_for(spec).get_partition_keys() == keys
+
+
+@pytest.mark.parametrize("cadence,start,end", [
+    ("daily", "2024-02-27", "2024-03-02"), ("weekly", "2024-01-01", "2024-02-05"),
+    ("monthly", "2024-11-01", "2025-03-01"), ("quarterly", "2024-01-01", "2025-01-01"),
+    ("yearly", "2021-01-01", "2025-01-01"),
+])
+def test_dagsters_windows_are_the_cores_windows(cadence, start, end):
+    # the cron of the core's cadence bounds Dagster's windows where partition_window bounds them
+    spec = make_spec(partitions={"cadence": cadence, "start": start, "end": end, "column": "day"})
+    pdef = partitions_def_for(spec)
+    assert pdef.cron_schedule == CRONS[cadence]
+    keys = pdef.get_partition_keys()
+    assert len(keys) >= 3
+    for key in keys:
+        window = pdef.time_window_for_partition_key(key)
+        assert (window.start.replace(tzinfo=None), window.end.replace(tzinfo=None)) == partition_window(spec, key)
 
 
 def test_unpartitioned_release_has_no_partitions():
@@ -199,3 +216,25 @@ def test_an_unreachable_policy_gives_evidence_instead_of_a_crash():
     assert len(result.data) == 8
     outcomes = {o.name: o.passed for o in policy.threshold_outcomes(spec, policy.measure(spec, result.data))}
     assert outcomes == {"k_anonymity": True, "l_diversity_distinct": False}
+
+
+# ----- metadata ------------------------------------------------------------------------------------
+
+
+def test_plain_evidence_becomes_dagster_metadata():
+    from pathlib import Path
+
+    from dagster import JsonMetadataValue, PathMetadataValue, TableMetadataValue
+
+    from anon_dagster.dagster.metadata import as_metadata
+    from anon_dagster.release.evaluation import EvidenceTable
+
+    table = EvidenceTable([("size", "float"), ("qi", "string")], [{"size": 1.0, "qi": "age"}])
+    meta = as_metadata({"t": table, "p": Path("/x/y.parquet"), "j": {"a": [1]}, "l": ["x"], "n": 3, "s": "abc"})
+    assert isinstance(meta["t"], TableMetadataValue)
+    assert [(c.name, c.type) for c in meta["t"].schema.columns] == [("size", "float"), ("qi", "string")]
+    assert [r.data for r in meta["t"].records] == [{"size": 1.0, "qi": "age"}]
+    assert isinstance(meta["p"], PathMetadataValue) and meta["p"].value == "/x/y.parquet"
+    assert isinstance(meta["j"], JsonMetadataValue) and meta["j"].value == {"a": [1]}
+    assert isinstance(meta["l"], JsonMetadataValue) and meta["l"].value == ["x"]
+    assert (meta["n"], meta["s"]) == (3, "abc")
