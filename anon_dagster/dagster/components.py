@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
 
+from ..release.run_storage import private_dagster_home
 from ..spec import load_spec, load_specs
 from .assets import ReleaseDefinitions, build_release
 from .io_manager import AnonParquetIOManager
@@ -62,7 +63,12 @@ class AnonReleaseComponent(Component, Resolvable, Model):
         return self.build_definitions(Path(context.path))
 
     def build_definitions(self, base: Path | None = None, translator: ReleaseTranslator | None = None) -> Definitions:
-        """The Definitions of every release, with the key store, IO manager and ledger they share."""
+        """The Definitions of every release, with the key store, IO manager and ledger they share.
+
+        ``$DAGSTER_HOME``, where Dagster keeps the run storage and the event log of these
+        releases, is made owner-only first (:func:`~anon_dagster.release.run_storage.private_dagster_home`).
+        """
+        private_dagster_home()
         releases = self.releases(base or Path.cwd(), translator)
         keystore = keystore_from_env()
         return Definitions(

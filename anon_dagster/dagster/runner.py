@@ -1,16 +1,19 @@
 """Materialize a release's partitions in-process and summarize each run (for scripts and demos).
 
 The runs go through the release's job (the same assets, checks and gate as the UI or the
-scheduler), against a real instance, so they show in ``dagster dev``.
+scheduler), against a real instance, so they show in ``dagster dev``. ``$DAGSTER_HOME``, where
+that instance keeps its run storage and event log, is made owner-only before and after the runs
+(:func:`~anon_dagster.release.run_storage.private_dagster_home`).
 """
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dagster import DagsterInstance, Definitions
+from dagster import DagsterInstance, Definitions, ExecuteInProcessResult
 
+from ..release.publication import kept_report
+from ..release.run_storage import private_dagster_home
 from ..spec import ReleaseSpec
-from .assets import reports_folder
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
@@ -50,30 +53,39 @@ def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterI
     """
     t = translator or ReleaseTranslator()
     job = defs.resolve_job_def(t.job_name(spec))
-    outcomes = []
-    for partition in partitions if partitions is not None else release_partitions(spec):
-        result = job.execute_in_process(
-            partition_key=partition, instance=instance, raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
-        out = PartitionOutcome(spec.release, partition, result.success,
-                               failed_steps=[e.step_key for e in result.get_step_failure_events()])
-        for evaluation in result.get_asset_check_evaluations():
-            if "check" in evaluation.metadata:
-                out.checks[evaluation.check_name] = evaluation.metadata["check"].value
-            if not evaluation.passed:
-                out.failed_checks.append(evaluation.check_name)
-                if evaluation.description:
-                    out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
-        for mat in (event.materialization for event in result.get_asset_materialization_events()):
-            rows = int(mat.metadata["rows"].value) if "rows" in mat.metadata else None
-            if mat.asset_key == t.asset_key(spec, "raw"):
-                out.rows_in = rows
-            elif mat.asset_key == t.asset_key(spec, "published"):  # where the publication says it wrote
-                out.published, out.report = Path(mat.metadata["path"].value), Path(mat.metadata["report"].value)
-                out.rows_published = rows
-        if out.report is None:  # a refused release keeps the evaluation's report beside its record
-            report = reports_folder(spec, reports_dir, partition) / "risk_report.md"
-            out.report = report if report.exists() else None
-        outcomes.append(out)
-    return outcomes
+    private_dagster_home()
+    try:
+        outcomes = []
+        for partition in partitions if partitions is not None else release_partitions(spec):
+            result = job.execute_in_process(
+                partition_key=partition, instance=instance, raise_on_error=False,
+                run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            )
+            outcomes.append(_outcome(result, spec, partition, t, reports_dir))
+        return outcomes
+    finally:  # what the runs wrote under the home is owner-only too
+        private_dagster_home()
+
+
+def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str | None, t: ReleaseTranslator,
+             reports_dir: str | None) -> PartitionOutcome:
+    """What the run of ``partition`` did, from its events."""
+    out = PartitionOutcome(spec.release, partition, result.success,
+                           failed_steps=[e.step_key for e in result.get_step_failure_events()])
+    for evaluation in result.get_asset_check_evaluations():
+        if "check" in evaluation.metadata:
+            out.checks[evaluation.check_name] = evaluation.metadata["check"].value
+        if not evaluation.passed:
+            out.failed_checks.append(evaluation.check_name)
+            if evaluation.description:
+                out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
+    for mat in (event.materialization for event in result.get_asset_materialization_events()):
+        rows = int(mat.metadata["rows"].value) if "rows" in mat.metadata else None
+        if mat.asset_key == t.asset_key(spec, "raw"):
+            out.rows_in = rows
+        elif mat.asset_key == t.asset_key(spec, "published"):  # where the publication says it wrote
+            out.published, out.report = Path(mat.metadata["path"].value), Path(mat.metadata["report"].value)
+            out.rows_published = rows
+    if out.report is None:  # a refused release keeps the evaluation's report beside its record
+        out.report = kept_report(spec, reports_dir, partition)
+    return out
