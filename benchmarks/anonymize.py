@@ -1,7 +1,7 @@
 """Anonymization speed and quality, each figure beside a baseline measured in the same run.
 
     .venv/bin/python benchmarks/anonymize.py [--repeat 7] [--rows 1000000] [--skip-anonypy]
-        [--only lattice|apply|mondrian] [--exhaustive]
+        [--only lattice|apply|mondrian] [--exhaustive] [--persons]
 
 1. Optimal lattice search on Adult (30,162 rows, 9 QIs, ARX's hierarchies, 12,960 nodes), k=5,
    in four settings: 0 % suppression with the loss and the entropy metric, 5 % and 100 %
@@ -11,7 +11,11 @@
    data, hierarchies, k, suppression and metric; ARX's optimal global search), and their ratio
    (target: at most 0.5). Also the nodes checked (in parentheses those of them the pairs' joint
    counts settled before the search) and the node found; with ``--exhaustive``, the same
-   roll-up kernel evaluating every node (no pruning) confirms the optimum.
+   roll-up kernel evaluating every node (no pruning) confirms the optimum. With ``--persons``,
+   each setting is searched again for k per person, with a synthetic person of two rows
+   (person = row index // 2), beside the row-level search of the same run: median wall and CPU
+   ms, nodes checked, node found and rows removed (row-level: rows in classes below k;
+   per person: with the persons below k).
 2. Global recoding of ``--rows`` rows × 4 QIs at a fixed level vector: ``apply_levels`` against
    the hierarchies' own per-column ``generalize`` (pandas). Medians and ratio.
 3. Mondrian k=5 on ``--rows`` rows × 4 QIs (2 numeric, 2 categorical with hierarchies).
@@ -130,7 +134,7 @@ def median_time(fn, repeat: int) -> tuple[float, object]:
 ARX_CPU_MS = {(0.0, "loss"): 61, (0.0, "entropy"): 34, (0.05, "loss"): 656, (1.0, "loss"): 2226}
 
 
-def bench_lattice(repeat: int, exhaustive: bool) -> None:
+def bench_lattice(repeat: int, exhaustive: bool, persons: bool = False) -> None:
     import numpy as np
     import pandas as pd
 
@@ -145,6 +149,7 @@ def bench_lattice(repeat: int, exhaustive: bool) -> None:
     print("1. optimal lattice search, Adult, 9 QIs (12,960 nodes), k=5: code, build, search")
     print("   ARX: ARX 3.9 measured on the same machine class (CPU ms); ratio = ours / ARX (target <= 0.5)")
     print(f"   {'setting':<26}{'wall ms':>9}{'cpu ms':>8}{'ARX ms':>8}{'ratio':>7}{'checked (pairs)':>16}  node")
+    pairs = np.arange(len(df)) // 2  # --persons: two rows per person
     for (sup, metric), arx in ARX_CPU_MS.items():
         def once(sup=sup, metric=metric):
             qis = [code_qi(df[c], hier[c]) for c in ADULT_QIS]
@@ -156,6 +161,16 @@ def bench_lattice(repeat: int, exhaustive: bool) -> None:
         label = f"{sup:.0%} suppression, {metric}"
         checked = f"{res.nodes_checked} ({lat.pair_nodes})"
         print(f"   {label:<26}{t * 1e3:>9.1f}{cpu:>8.1f}{arx:>8}{cpu / arx:>7.2f}{checked:>16}  {list(res.levels)}")
+        if persons:
+            def linked(sup=sup, metric=metric):
+                qis = [code_qi(df[c], hier[c]) for c in ADULT_QIS]
+                return Lattice(qis, Policy(k=5, max_suppression=sup), metric=metric, persons=pairs).search(frontier=False)
+
+            tp, rp = median_time(linked, repeat)
+            node = list(rp.levels) if rp.solved else "none within the budget"
+            removed = f"removed {res.best.suppressed} / {rp.best.suppressed if rp.solved else '-'} rows"
+            print(f"   {'  k per person (2 rows)':<26}{tp * 1e3:>9.1f}{CPU[0] * 1e3:>8.1f}{'':>8}{'':>7}"
+                  f"{rp.nodes_checked:>16}  {node}  ({removed}, row-level / per person)")
         if exhaustive:
             # every node evaluated with the same kernel, no pruning, no bound
             full = Lattice([code_qi(df[c], hier[c]) for c in ADULT_QIS],
@@ -294,6 +309,8 @@ def main() -> None:
     p.add_argument("--skip-anonypy", action="store_true")
     p.add_argument("--only", choices=["lattice", "apply", "mondrian"])
     p.add_argument("--exhaustive", action="store_true", help="confirm each optimum by evaluating every node")
+    p.add_argument("--persons", action="store_true",
+                   help="also search each lattice setting for k per person (two rows per person)")
     p.add_argument("--worker", nargs=5, metavar=("CSV", "QIS", "CATEGORICAL", "SENSITIVE", "K"))
     args = p.parse_args()
     if args.worker:
@@ -302,7 +319,7 @@ def main() -> None:
         return
     sys.path.insert(0, str(ROOT))
     if args.only in (None, "lattice"):
-        bench_lattice(args.repeat, args.exhaustive)
+        bench_lattice(args.repeat, args.exhaustive, args.persons)
     if args.only in (None, "apply"):
         bench_apply_levels(args.rows, args.repeat)
     if args.only in (None, "mondrian"):

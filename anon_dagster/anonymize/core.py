@@ -8,6 +8,14 @@ whole-row or cell suppression; ``anonymization.pram`` adds PRAM of one categoric
 
 A policy no transformation can reach raises :class:`NoSolution` (a UserError naming the
 closest node or the parts at fault, and the criterion missed): never a silently weaker output.
+
+When the published rows of a person are linked (``persons``), global recoding with row
+suppression searches for k per person: the lattice search picks the optimal node among those
+where the persons below k and the failing classes fit in the suppression budget together
+(:mod:`anon_dagster.anonymize.lattice`), and removes both; the record's ``person_suppression``
+says so. When no node reaches it, the row-level optimum is published and the persons are left
+to the release pipeline's person pass (:mod:`anon_dagster.anonymize.persons`), as for the other
+methods and for cell suppression, which reach k per person after the fact.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import pandas as pd
 from ..errors import DataError, HierarchyError, UserError
 from ..hierarchies import _as_label
 from ..risk.classes import EquivalenceClasses
+from ..risk.person import person_codes
 from ..risk.utility import joint_label_codes, utility_query_error
 from .coding import code_qi, combine, factorize, group
 from .criteria import (
@@ -47,6 +56,7 @@ from .record import (
     MicroaggregationInfo,
     MondrianInfo,
     Parameters,
+    PersonSuppression,
     PramInfo,
     Suppression,
     TransformationRecord,
@@ -85,8 +95,13 @@ class AnonymizationResult:
     suppressed_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
-def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> AnonymizationResult:
-    """Anonymize one partition's table as ``spec`` declares (see module docstring)."""
+def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None, *,
+              persons: pd.Series | None = None, linked_by: tuple[str, ...] | list[str] = ()) -> AnonymizationResult:
+    """Anonymize one partition's table as ``spec`` declares (see module docstring).
+
+    ``persons`` is each row's person (by position) when the published columns ``linked_by``
+    link the rows of a person: global recoding with row suppression then targets k per person.
+    """
     t0 = time.perf_counter()
     an = spec.anonymization
     method = an.method
@@ -124,7 +139,9 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None) -> Anony
                 f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it"
             )
         if method == "global":
-            full, suppressed, cells, search, info = _global(df, work, spec, policy, sens_coded, progress)
+            linked = persons if an.suppression == "rows" else None
+            full, suppressed, cells, search, info = _global(df, work, spec, policy, sens_coded, progress,
+                                                            linked, list(linked_by))
             metric_value = search.loss
             extra.update(info)
         elif method == "mondrian":
@@ -175,13 +192,23 @@ def _query_spec(spec, df: pd.DataFrame, work: pd.DataFrame, gen: list[str]) -> Q
     )
 
 
-def _global(df, work, spec, policy, sens_coded, progress):
+def _global(df, work, spec, policy, sens_coded, progress, persons=None, linked_by=()):
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
     coded = {c: code_qi(work[c], spec.hierarchies[c]) for c in gen}
     qis = [coded[c] for c in gen] + [code_qi(work[c], None) for c in pks]
-    lattice = Lattice(qis, policy, sens_coded, spec.anonymization.utility,
-                      _query_spec(spec, df, work, gen), [True] * len(gen) + [False] * len(pks))
-    search = lattice.search(frontier=spec.anonymization.frontier, progress=progress)
+    query = _query_spec(spec, df, work, gen)
+
+    def run(linked):
+        lattice = Lattice(qis, policy, sens_coded, spec.anonymization.utility, query,
+                          [True] * len(gen) + [False] * len(pks), persons=linked)
+        return lattice, lattice.search(frontier=spec.anonymization.frontier, progress=progress)
+
+    lattice, search = run(persons)
+    per_person = search if persons is not None else None
+    if persons is not None and not search.solved:
+        # no node reaches k per person within the budget: the row-level optimum, the persons
+        # left to the release pipeline's person pass (which says what it would take)
+        lattice, search = run(None)
     if not search.solved:
         closest = search.closest
         where = ", ".join(f"{c}={lv}" for c, lv in zip(gen, closest.levels, strict=False)) if closest else "?"
@@ -197,6 +224,20 @@ def _global(df, work, spec, policy, sens_coded, progress):
     full = apply_levels(work, spec.hierarchies, levels, coded)
     cells: dict[str, int] = {}
     info: dict[str, Any] = {"levels": levels, "search": search.to_dict()}
+    if search.per_person:
+        # the persons below k at the node, removed with the failing classes within the budget;
+        # counted here: those of them, and their rows, that the failing classes did not remove
+        below = lattice.persons_below(lattice.index(search.levels))
+        extra = below & ~fail
+        info["person_suppression"] = PersonSuppression(
+            k=policy.k, linked_by=list(linked_by), persons=int(len(np.unique(person_codes(persons)[extra]))),
+            rows=int(extra.sum()), budget_rows=suppression_budget(policy, len(work)), reached=True,
+            search_targeted=True).to_json()
+        fail = fail | below
+    elif per_person is not None:
+        info["search"]["k_per_person"] = False
+        if per_person.closest is not None:
+            info["search"]["k_per_person_closest"] = per_person.closest.to_dict(per_person.qis)
     if spec.anonymization.suppression == "cells" and fail.any():
         importance = {c: spec.columns[c].importance for c in gen}
         before = full
@@ -410,6 +451,7 @@ def _record(spec, policy: Policy, df, full, data, suppressed, cells, method, met
         cell_suppression=entry(CellSuppression, "cell_suppression"),
         mondrian=entry(MondrianInfo, "mondrian"),
         microaggregation=entry(MicroaggregationInfo, "microaggregation"),
+        person_suppression=entry(PersonSuppression, "person_suppression"),
         input_hash=input_hash,
         output_hash=table_hash(data),
         elapsed_s=round(time.perf_counter() - t0, 4),
@@ -418,7 +460,8 @@ def _record(spec, policy: Policy, df, full, data, suppressed, cells, method, met
     )
 
 
-_METHOD_ENTRIES = ("pram", "levels", "search", "cell_suppression", "mondrian", "microaggregation")
+_METHOD_ENTRIES = ("pram", "levels", "search", "cell_suppression", "mondrian", "microaggregation",
+                   "person_suppression")
 
 
 def empty_record(df: pd.DataFrame, spec) -> TransformationRecord:

@@ -44,6 +44,47 @@ How the search stays fast:
 What is pruned with suppression allowed: only on k (with prosecutor_max) and l-distinct, which
 stay monotone with suppression (as in ARX). The other criteria are checked exactly on each
 candidate, so pruning never returns a node that misses one.
+
+**k per person.** When the published rows of a person are linked (``persons``: each row's
+person), a person's *key* at a node is the multiset of the node's classes of their rows, and a
+*person class* the persons of equal keys (:mod:`anon_dagster.risk.person`). With ``persons`` a
+node satisfies when, B being the budget:
+
+- every person whose person class holds fewer than k persons is removed, all their rows;
+- the rows of the classes missing a per-class criterion are removed, as without persons (the
+  classes judged on all the node's rows);
+- the rows removed, each counted once, number at most B, and the table-level criteria hold on
+  the rows left. The metric counts every removed row as suppressed (a class may lose some of
+  its rows only: those of persons below k).
+
+Why the search stays exact:
+
+- *Monotone.* A coarser node's classes are unions of the finer node's, so a person's key there
+  is the image of their finer key: persons of equal keys still have equal keys, the coarser
+  person classes are unions of the finer ones, and a person below k at the coarser node was
+  below k at the finer one. The classes failing the monotone part shrink too (k and l-distinct,
+  as above), so the rows removed can only shrink under generalization, and predictive tagging
+  holds for the combined predicate: a node that satisfies tags its generalizations, one that
+  fails its specializations.
+- *The published table is k-anonymous per person.* Persons of equal keys have their rows in the
+  same classes, so removing whole classes takes the same rows from each of them: it never splits
+  a person class, and row suppression leaves every person class of at least k persons with at
+  least k. Once both removals are done every person class left holds at least k persons, and
+  every class left at least k rows (each of its rows' persons shares it with the k or more
+  persons of their person class). The persons are judged on the node's classes before the row
+  suppression: after it, persons whose keys differ only in suppressed classes may share a key,
+  but judging them there is not monotone (a generalization that lets a suppressed class pass
+  keeps the row of it that singles its person out), so it could not prune.
+- *Row-level first.* The rows removed include those of the failing classes, so the row-level
+  part within the same budget is a necessary condition: the person classes are computed only at
+  nodes that pass it on their cached classes, and a node failing it is tagged as without
+  persons. The pairs' counts tag their failing nodes only (a passing pair node may still fail
+  per person).
+
+Cost: the persons' keys at the bottom are aggregated once, as the distinct (person, class)
+elements (:class:`~anon_dagster.risk.person.PersonKeys`, the measurement's kernel); at a node the
+bottom classes' roll-up maps them and the multiplicities that meet are added up (about as many
+elements as rows). Without ``persons`` nothing of this runs.
 """
 
 from __future__ import annotations
@@ -59,6 +100,7 @@ import pandas as pd
 
 from ..errors import UserError
 from ..risk.classes import combine_codes
+from ..risk.person import PersonKeys, person_codes
 from ..risk.sensitive import CodedSensitive
 from ..risk.utility import aecs, discernibility
 from .coding import CodedQI, combine, group
@@ -128,6 +170,7 @@ class SearchResult:
     frontier: list[NodeInfo]
     elapsed_s: float
     frontier_complete: bool = False
+    per_person: bool = False
 
     @property
     def solved(self) -> bool:
@@ -147,6 +190,7 @@ class SearchResult:
             "frontier": [f.to_dict(self.qis) for f in self.frontier],
             "frontier_complete": bool(self.frontier_complete),
             "elapsed_s": round(self.elapsed_s, 4),
+            **({"k_per_person": True} if self.per_person else {}),
         }
 
 
@@ -205,6 +249,22 @@ class _State:
             out.append(rest)
             self._blocks = out[::-1]
         return self._blocks
+
+
+@dataclass
+class _PersonsAt:
+    """The persons at one node: the node's classes rolled up from the bottom (``state``), each
+    bottom class's class there (``inverse``), whether each person is below k (``below``) and,
+    per class, the rows of the persons below k (``rows_below``)."""
+
+    state: _State
+    inverse: np.ndarray
+    below: np.ndarray
+    rows_below: np.ndarray
+
+    @property
+    def persons_below(self) -> int:
+        return int(self.below.sum())
 
 
 def _fits(cards: Sequence[int]) -> bool:
@@ -283,7 +343,11 @@ class Lattice:
 
     def __init__(self, qis: Sequence[CodedQI], policy: Policy,
                  sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
-                 query: QuerySpec | None = None, generalized: Sequence[bool] | None = None):
+                 query: QuerySpec | None = None, generalized: Sequence[bool] | None = None,
+                 persons: pd.Series | np.ndarray | None = None):
+        """``persons``: each row's person (by position; a missing value a person of its own),
+        when the published rows of a person are linked: the search then targets k per person
+        (module docstring)."""
         self.qis = list(qis)
         self.q = len(self.qis)
         self.policy = policy
@@ -322,6 +386,14 @@ class Lattice:
         self._code_tabs: list[list[np.ndarray]] | None = None  # the metric per code (_per_code)
         self._log_values = 0.0
         self._bottom_state(sensitive)
+        self._keys: PersonKeys | None = None
+        self._persons_at: dict[int, _PersonsAt] = {}
+        if persons is not None:
+            if len(persons) != self.n_rows:
+                raise ValueError(f"{len(persons)} person values for {self.n_rows} rows")
+            self._person_of_row = person_codes(persons)
+            self._keys = PersonKeys.of_rows(self._person_of_row, self.bottom_row_class,
+                                            len(self._cache[0].sizes))
 
     # ----- nodes -------------------------------------------------------------------------------
     def index(self, levels: Sequence[int]) -> int:
@@ -491,21 +563,34 @@ class Lattice:
         self._cache_live[slot] = True
 
     # ----- checks ------------------------------------------------------------------------------
-    def _verdict(self, st: _State, policy: Policy) -> tuple[bool, np.ndarray, list[str]]:
+    def _verdict(self, st: _State, policy: Policy, persons: _PersonsAt | None = None
+                 ) -> tuple[bool, np.ndarray, list[str]]:
+        """Whether ``policy`` holds at the classes ``st`` within the budget, the failing classes,
+        and what is missing; with ``persons`` (at the same classes), the rows of the persons
+        below k are removed too (module docstring)."""
         if policy.needs_sensitive and st.pairs:
             ev = published_evaluation(policy, st.sizes, st.pairs)
             failing, rows_failing = ev.failing, ev.rows_failing
         else:
             failing, rows_failing = st.sizes < policy.k, None
-        suppressed = int(st.sizes[failing].sum())
+        suppressed = in_classes = int(st.sizes[failing].sum())
+        if persons is not None:
+            kept = np.where(failing, 0, st.sizes - persons.rows_below)
+            suppressed = self.n_rows - int(kept.sum())
         ok = suppressed <= self.budget
         missing = []
-        if not ok:
-            for name, rows in (rows_failing or {"k": suppressed}).items():
+        if in_classes > self.budget:
+            for name, rows in (rows_failing or {"k": in_classes}).items():
                 if rows:
                     missing.append(f"{name}: {rows} rows in classes missing it (budget {self.budget})")
+        if not ok and persons is not None and persons.persons_below:
+            missing.append(
+                f"k per person: {persons.persons_below} persons in person classes of fewer than "
+                f"{policy.k} persons, {int(persons.rows_below.sum())} rows ({suppressed} rows "
+                f"with the classes missing a criterion, budget {self.budget})")
         if policy.prosecutor_avg is not None:
-            kept_classes = len(st.sizes) - int(failing.sum())
+            kept_classes = (len(st.sizes) - int(failing.sum()) if persons is None
+                            else int(np.count_nonzero(kept)))
             if not avg_risk_ok(policy, kept_classes, self.n_rows - suppressed):
                 ok = False
                 missing.append(
@@ -514,14 +599,37 @@ class Lattice:
                 )
         return ok, failing, missing
 
+    def _persons(self, idx: int) -> _PersonsAt:
+        """The persons at node ``idx`` (the last 64 nodes' kept): its classes rolled up from the
+        bottom, the bottom's person keys mapped there (:meth:`PersonKeys.coarsen`), grouped."""
+        at = self._persons_at.get(idx)
+        if at is not None:
+            return at
+        st, inverse = self._rollup(self._cache[0], idx, inverse=True)
+        keys = self._keys.coarsen(inverse, len(st.sizes))
+        below = keys.class_sizes() < self.policy.k
+        held = below[keys.person]
+        rows_below = np.bincount(keys.cls[held], weights=keys.count[held],
+                                 minlength=len(st.sizes)).astype(np.int64)
+        at = _PersonsAt(st, inverse, below, rows_below)
+        if len(self._persons_at) >= 64:
+            del self._persons_at[next(iter(self._persons_at))]
+        self._persons_at[idx] = at
+        return at
+
     def check_monotone(self, idx: int) -> bool:
-        """Check the monotone part of the policy at node ``idx`` and tag the lattice."""
+        """Check the monotone part of the policy at node ``idx`` and tag the lattice (with
+        persons: per person too, where the row-level part holds; module docstring)."""
         st = self.state(idx)
         self.checked += 1
         ok, failing, missing = self._verdict(st, self.mono)
+        suppressed = int(st.sizes[failing].sum())
+        if ok and self._keys is not None:
+            at = self._persons(idx)
+            ok, failing, missing = self._verdict(at.state, self.mono, at)
+            suppressed = int(np.where(failing, at.state.sizes, at.rows_below).sum())
         node = self.nodes[idx].tolist()
-        self.infos[idx] = NodeInfo(tuple(node), len(st.sizes), int(st.sizes[failing].sum()), ok,
-                                   None, missing)
+        self.infos[idx] = NodeInfo(tuple(node), len(st.sizes), suppressed, ok, None, missing)
         # the generalizations of a node (or its specializations) are a box of the level grid
         if ok:
             self._status_grid[tuple(slice(v, None) for v in node)] = PASS
@@ -531,10 +639,16 @@ class Lattice:
 
     def evaluate(self, idx: int) -> NodeInfo:
         """The full policy and the metric at node ``idx`` (which passed the monotone part)."""
-        st = self.state(idx)
-        ok, failing, missing = self._verdict(st, self.policy)
-        suppressed = int(st.sizes[failing].sum())
-        loss = self.loss(idx, st, failing) if ok else None
+        if self._keys is None:
+            st, at = self.state(idx), None
+            ok, failing, missing = self._verdict(st, self.policy)
+            suppressed = int(st.sizes[failing].sum())
+        else:
+            at = self._persons(idx)
+            st = at.state
+            ok, failing, missing = self._verdict(st, self.policy, at)
+            suppressed = int(np.where(failing, st.sizes, at.rows_below).sum())
+        loss = self.loss(idx, st, failing, at) if ok else None
         info = NodeInfo(tuple(int(v) for v in self.nodes[idx]), len(st.sizes), suppressed, ok,
                         loss, missing)
         self.infos[idx] = info
@@ -584,22 +698,16 @@ class Lattice:
             self._figures[(b, combo)] = figures
         return figures
 
-    def loss(self, idx: int, st: _State, failing: np.ndarray) -> float:
-        """The metric at a node whose failing classes are suppressed (module utility definitions)."""
+    def loss(self, idx: int, st: _State, failing: np.ndarray, persons: _PersonsAt | None = None) -> float:
+        """The metric at a node whose failing classes are suppressed (module utility definitions),
+        and with ``persons`` (at the classes ``st``) the rows of the persons below k too."""
+        if persons is not None:
+            return self._loss_persons(idx, st, failing, persons)
         kept = ~failing
         n, q = self.n_rows, self.n_gen
         sup_rows = int(st.sizes[failing].sum())
         if self.metric in SEPARABLE:
-            per_class = np.zeros(len(st.sizes))
-            if st.packed is not None and self.q:
-                # one lookup per block of QIs (their figures summed per block code)
-                for b, (combo, code) in enumerate(zip(self._node_combo[st.idx].tolist(), st.blocks, strict=True)):
-                    per_class += self._block_figures(b, combo)[code]
-            else:
-                tabs = self._per_code()
-                for j in range(self.q):
-                    if self.generalized[j]:
-                        per_class += tabs[j][int(st.levels[j])][st.keys[j]]
+            per_class = self._per_class(st)
             if self.metric == "loss":
                 return float(st.sizes[kept] @ per_class[kept] + sup_rows * q) / (n * q)
             # entropy: sum over cells of log2 count(label) - log2 count(value): the per-class
@@ -614,6 +722,58 @@ class Lattice:
         if self.metric.startswith("query:"):
             return self.query_error(idx, failing)
         raise UserError(f"unknown utility {self.metric!r}")
+
+    def _per_class(self, st: _State) -> np.ndarray:
+        """The separable metric's figure of one row of each class of ``st``."""
+        per_class = np.zeros(len(st.sizes))
+        if st.packed is not None and self.q:
+            # one lookup per block of QIs (their figures summed per block code)
+            for b, (combo, code) in enumerate(zip(self._node_combo[st.idx].tolist(), st.blocks, strict=True)):
+                per_class += self._block_figures(b, combo)[code]
+        else:
+            tabs = self._per_code()
+            for j in range(self.q):
+                if self.generalized[j]:
+                    per_class += tabs[j][int(st.levels[j])][st.keys[j]]
+        return per_class
+
+    def _loss_persons(self, idx: int, st: _State, failing: np.ndarray, persons: _PersonsAt) -> float:
+        """:meth:`loss` when the rows of the persons below k are removed too: a class keeps its
+        rows but theirs (none when it fails), and every removed row counts as suppressed."""
+        kept = np.where(failing, 0, st.sizes - persons.rows_below)
+        n, q = self.n_rows, self.n_gen
+        sup_rows = n - int(kept.sum())
+        if self.metric in SEPARABLE:
+            labels = float(kept @ self._per_class(st))
+            if self.metric == "loss":
+                return (labels + sup_rows * q) / (n * q)
+            return labels + sup_rows * q * math.log2(max(n, 1)) - self._log_values
+        if self.metric == "discernibility":
+            return discernibility(kept[kept > 0], sup_rows)
+        if self.metric == "aecs":
+            return aecs(kept[kept > 0], sup_rows)
+        if self.metric.startswith("query:"):
+            if self._query_codes is None:
+                raise UserError("this lattice has no utility query")
+            if not sup_rows:
+                return self.query_error(idx, failing)
+            removed = failing[persons.inverse[self.bottom_row_class]] | persons.below[self._person_of_row]
+            return self._query_codes.error(self.nodes[idx], ~removed)
+        raise UserError(f"unknown utility {self.metric!r}")
+
+    def _row_loss(self, idx: int) -> float:
+        """The metric at node ``idx`` with only the failing classes suppressed (a lower bound of
+        its value per person, separable metrics)."""
+        st = self.state(idx)
+        _, failing, _ = self._verdict(st, self.policy)
+        return self.loss(idx, st, failing)
+
+    def persons_below(self, idx: int) -> np.ndarray:
+        """The rows (a boolean mask by position) of the persons whose person class at node
+        ``idx`` holds fewer than k persons; none without persons."""
+        if self._keys is None:
+            return np.zeros(self.n_rows, dtype=bool)
+        return self._persons(idx).below[self._person_of_row]
 
     def row_class(self, idx: int) -> tuple[np.ndarray, _State]:
         """Each row's class id at node ``idx`` (via the bottom classes)."""
@@ -719,8 +879,9 @@ class Lattice:
             self._fail_pair(i, j, ok.tolist())
             self.checked += int(top[i]) * int(top[j])
             counted |= {i, j}
-        if passing:
-            # a passing pair node's generalizations are pair nodes of its pair: all settled
+        if passing and self._keys is None:
+            # a passing pair node's generalizations are pair nodes of its pair: all settled (not
+            # per person: the pairs count rows, a necessary condition only)
             self.status[np.concatenate(passing)] = PASS
         # each pair's own nodes (below the top on both QIs) were counted above; those below the
         # top on one QI (or none) are shared by that QI's pairs
@@ -905,6 +1066,9 @@ class Lattice:
         order = open_[perm]
         monotone_metric = self.metric in ("loss", "entropy", "discernibility", "aecs")
         only_minimal = (not self.suppression) and self.policy.is_monotone(False) and monotone_metric
+        # per person, a separable metric at a node is at least its row-level value (the rows of
+        # the persons below k cost a suppressed row's figure, the most a row can cost)
+        bounded_by_rows = self._keys is not None and separable and self.suppression
         best_idx, best_loss = -1, math.inf
         status = self.status
         settled = self.size - len(order)
@@ -930,6 +1094,8 @@ class Lattice:
                 continue
             if only_minimal and not self._is_minimal(idx):
                 continue
+            if bounded_by_rows and self._row_loss(idx) >= best_loss - 1e-12:
+                continue  # the persons' rows can only add to the loss at the node
             info = self.evaluate(idx)
             if info.satisfied and info.loss is not None and info.loss < best_loss - 1e-12:
                 best_idx, best_loss = idx, info.loss
@@ -957,6 +1123,7 @@ class Lattice:
             elapsed_s=time.perf_counter() - t0,
             # complete exactly when no node's status is unknown: then every minimal node is listed
             frontier_complete=frontier is not False and not bool((self.status == UNKNOWN).any()),
+            per_person=self._keys is not None,
         )
 
     def _predecessors(self, idx: int) -> list[int]:

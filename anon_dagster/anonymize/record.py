@@ -219,7 +219,14 @@ class PersonSuppression(JsonObject):
     """Persons suppressed so that every person class holds at least ``k`` persons
     (:mod:`anon_dagster.anonymize.persons`): ``linked_by`` the published columns linking a
     person's rows; ``persons`` and ``rows`` removed; ``reached`` whether the budget allowed it
-    (when not, nothing was removed and ``persons``/``rows`` say what it would take)."""
+    (when not, nothing was removed and ``persons``/``rows`` say what it would take).
+
+    ``search_targeted`` (absent in records written before it was recorded): true when the
+    optimal search chose its node among those reaching k per person within the budget
+    (:mod:`anon_dagster.anonymize.lattice`); ``persons`` and ``rows`` are then the persons below
+    k at that node and their rows that the classes missing a criterion did not already remove,
+    counted in ``suppression.rows`` within the same budget. False when the persons were removed
+    after the anonymization."""
 
     k: int = key("int")
     linked_by: list[str] = key("list")
@@ -227,6 +234,7 @@ class PersonSuppression(JsonObject):
     rows: int = key("int")
     budget_rows: int = key("int")
     reached: bool = key("bool")
+    search_targeted: bool | None = key("bool", optional=True)
 
 
 @dataclass(frozen=True, kw_only=True)

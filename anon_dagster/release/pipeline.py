@@ -158,12 +158,19 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     of the search, and :func:`evaluate` measures that table against the full policy: it fails
     on exactly the criteria that cannot be met, and the publication is refused. If even that
     is impossible (k larger than the partition), the table is empty and every check fails.
+
+    When published columns link a person's rows, the anonymizer is given each row's person:
+    global recoding searches for k per person (:mod:`anon_dagster.anonymize.core`). The linking
+    columns are published unchanged, so they link the same rows before and after. Then
+    :func:`reach_k_per_person` removes the persons still below k (none after that search).
     """
     from ..anonymize import anonymize as run_anonymization
     from ..anonymize.core import empty_record
 
+    view = gate.publishable_view(pseudonymized)
+    link = {"persons": gate.person_link(spec, view), "linked_by": gate.linking_columns(spec, view)}
     try:
-        result = run_anonymization(pseudonymized, spec, progress=progress)
+        result = run_anonymization(pseudonymized, spec, progress=progress, **link)
         return reach_k_per_person(spec, Anonymized(result.data, result.record, int(result.suppressed)),
                                   len(pseudonymized))
     except SpecError:
@@ -177,7 +184,7 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
         "prosecutor_avg": None})
     relaxed = spec.model_copy(update={"policy": spec.policy.model_copy(update={"thresholds": thresholds})})
     try:
-        result = run_anonymization(pseudonymized, relaxed, progress=progress)
+        result = run_anonymization(pseudonymized, relaxed, progress=progress, **link)
     except UserError as exc2:
         empty = pseudonymized.iloc[0:0]
         return Anonymized(empty, empty_record(pseudonymized, spec), len(pseudonymized),
@@ -194,8 +201,9 @@ def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) 
     """The anonymization with the persons below k removed, when published columns link a
     person's rows and the suppression budget allows it (:mod:`anon_dagster.anonymize.persons`).
 
-    The record says what was done (``person_suppression``) and describes the table returned
-    (rows, suppression, classes, output hash).
+    The record says what was done (``person_suppression``; when the search already targeted k
+    per person, what this pass removes comes on top of its section) and describes the table
+    returned (rows, suppression, classes, output hash).
     """
     from ..anonymize.persons import suppress_persons
     from ..anonymize.record import Classes, PersonSuppression, class_histogram, table_hash
@@ -212,7 +220,11 @@ def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) 
     result = suppress_persons(classes, persons, k, max(budget - anonymized.suppressed, 0))
     record = anonymized.record
     section = PersonSuppression(k=k, linked_by=gate.linking_columns(spec, view), persons=result.persons,
-                                rows=result.rows, budget_rows=budget, reached=result.reached)
+                                rows=result.rows, budget_rows=budget, reached=result.reached, search_targeted=False)
+    searched = record.person_suppression
+    if searched is not None and searched.search_targeted:
+        section = replace(section, persons=searched.persons + result.persons, rows=searched.rows + result.rows,
+                          search_targeted=True)
     if not (result.reached and result.rows):
         return Anonymized(anonymized.data, replace(record, person_suppression=section), anonymized.suppressed,
                           anonymized.unreachable)

@@ -25,6 +25,12 @@ all of them are the candidates. So:
 With one row per person every figure equals its row-level counterpart. Nothing loops over
 rows or persons in Python: a key's fingerprint is the sum of its elements' 64-bit hashes (twice,
 independently, with its length), so keys are grouped without ordering them.
+
+The keys are held as their distinct elements (:class:`PersonKeys`: each person's distinct
+classes with their multiplicity). Merging classes maps the elements and adds up the
+multiplicities of those that meet, so the optimal search (:mod:`anon_dagster.anonymize.lattice`)
+finds the person classes of any generalization from the elements at the finest classes (about
+as many as the rows), and the measurement here and the search group keys with one fingerprint.
 """
 
 from __future__ import annotations
@@ -50,25 +56,34 @@ def _runs(sorted_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.diff(np.append(starts, len(sorted_key)))
 
 
-def _distinct(key: np.ndarray, space: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of a non-negative int64 array (sorted) and how often each occurs.
+def _distinct(key: np.ndarray, space: int | None = None,
+              weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a non-negative int64 array (sorted) and how often each occurs
+    (with ``weights``, a positive int64 per key: their sum per value).
 
     Counted by ``bincount`` when the key space (``space``, values in [0, space)) is at most a
     few times the keys, else by a sort — not ``np.unique``'s hash table, several times slower
     on a million keys.
     """
     if space is not None and space <= 8 * max(len(key), 1 << 16):
-        counts = np.bincount(key, minlength=space)
+        counts = np.bincount(key, weights=weights, minlength=space)
         present = np.flatnonzero(counts)
-        return present.astype(np.int64), counts[present]
-    ordered = np.sort(key)
-    starts, counts = _runs(ordered)
-    return ordered[starts], counts
+        return present.astype(np.int64), counts[present].astype(np.int64, copy=False)
+    if weights is None:
+        ordered = np.sort(key)
+        starts, counts = _runs(ordered)
+        return ordered[starts], counts
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts, _ = _runs(ordered)
+    sums = np.add.reduceat(weights[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    return ordered[starts], sums.astype(np.int64, copy=False)
 
 
 def _dense_codes(key: np.ndarray) -> np.ndarray:
-    """Dense codes (0..n-1, in key order) of an int64 or uint64 array."""
-    order = np.argsort(key, kind="stable")
+    """Dense codes (0..n-1, in key order) of an int64 or uint64 array (equal keys get one code,
+    so the sort need not be stable: quicksort, twice as fast on random fingerprints)."""
+    order = np.argsort(key)
     starts, lengths = _runs(key[order])
     codes = np.empty(len(key), dtype=np.int64)
     codes[order] = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
@@ -82,6 +97,85 @@ def _mix(x: np.ndarray, seed: int) -> np.ndarray:
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
+
+
+def person_codes(persons: pd.Series | np.ndarray) -> np.ndarray:
+    """Each row's person code (0..n_persons-1, int64, by position) from its person value.
+
+    A missing person value is a person of its own for each such row (an unlinked row links to
+    nobody), numbered after the known ones.
+    """
+    values = pd.Series(persons).reset_index(drop=True)
+    codes, n_known = factorize_column(values)
+    codes = codes.astype(np.int64)
+    missing = pd.isna(values).to_numpy()
+    if missing.any():  # each unlinked row its own person, after the known ones
+        codes = codes.copy()
+        codes[missing] = n_known + np.arange(int(missing.sum()))
+        codes = _dense_codes(codes)
+    return codes
+
+
+@dataclass
+class PersonKeys:
+    """Every person's key as its distinct elements: element ``i`` is class ``cls[i]``, held
+    ``count[i]`` times in the key of person ``person[i]``.
+
+    The elements are sorted by person, then class, and every person 0..n_persons-1 has at least
+    one, so each person's elements are one run.
+    """
+
+    n_persons: int
+    person: np.ndarray
+    cls: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of_rows(cls, person_of_row: np.ndarray, row_class: np.ndarray, n_classes: int) -> PersonKeys:
+        """The keys of rows with these person codes (:func:`person_codes`) and classes."""
+        n_persons = int(person_of_row.max()) + 1 if len(person_of_row) else 0
+        n_classes = max(int(n_classes), 1)
+        element, counts = _distinct(person_of_row * n_classes + row_class.astype(np.int64),
+                                    n_persons * n_classes)
+        return cls(n_persons, element // n_classes, element % n_classes, counts)
+
+    def coarsen(self, class_map: np.ndarray, n_classes: int) -> PersonKeys:
+        """The keys once class ``c`` is merged into class ``class_map[c]`` (of ``n_classes``):
+        the elements mapped, and the multiplicities of the elements that meet added up."""
+        n_classes = max(int(n_classes), 1)
+        key = self.person * n_classes + np.asarray(class_map, dtype=np.int64)[self.cls]
+        element, counts = _distinct(key, self.n_persons * n_classes, self.count)
+        return PersonKeys(self.n_persons, element // n_classes, element % n_classes, counts)
+
+    def person_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each person's person class (numbered in fingerprint order) and each person class's
+        number of persons (the persons of equal keys, grouped by their keys' fingerprints)."""
+        if self.n_persons == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        group = _dense_codes(self._fingerprints())
+        return group, np.bincount(group).astype(np.int64)
+
+    def class_sizes(self) -> np.ndarray:
+        """Each person's person-class size: :meth:`person_classes` without numbering the
+        classes (one hash pass instead of a sort; the search needs no more)."""
+        if self.n_persons == 0:
+            return np.zeros(0, dtype=np.int64)
+        group, _ = pd.factorize(self._fingerprints())
+        return np.bincount(group)[group].astype(np.int64, copy=False)
+
+    def _fingerprints(self) -> np.ndarray:
+        """Each person's key fingerprint (uint64)."""
+        item = self.cls * np.int64(1 << 20) + np.minimum(self.count, (1 << 20) - 1)
+        # A key is a multiset, so its fingerprint is the sum of its elements' hashes (order-free):
+        # two independent 64-bit sums and the key's length. Two different keys share all three
+        # with probability about 2**-128 per pair of persons.
+        starts, _ = _runs(self.person)
+        with np.errstate(over="ignore"):
+            h1 = np.add.reduceat(_mix(item, 1), starts)
+            h2 = np.add.reduceat(_mix(item, 2), starts)
+        length = np.diff(np.append(starts, len(self.person))).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            return h1 ^ _mix(h2 ^ (length << np.uint64(40)), 3)
 
 
 @dataclass
@@ -113,32 +207,9 @@ class PersonClasses:
         """
         if len(persons) != classes.n_rows:
             raise ValueError(f"{len(persons)} person values for {classes.n_rows} rows")
-        codes, n_known = factorize_column(pd.Series(persons).reset_index(drop=True))
-        codes = codes.astype(np.int64)
-        missing = pd.isna(pd.Series(persons).reset_index(drop=True)).to_numpy()
-        if missing.any():  # each unlinked row its own person, after the known ones
-            codes = codes.copy()
-            codes[missing] = n_known + np.arange(int(missing.sum()))
-            codes = _dense_codes(codes)
-        n_persons = int(codes.max()) + 1 if len(codes) else 0
-        n_classes = max(classes.n_classes, 1)
-        # the distinct (person, class) elements of each key, with their multiplicity
-        element, counts = _distinct(codes * n_classes + classes.row_class.astype(np.int64), n_persons * n_classes)
-        person = element // n_classes
-        item = (element % n_classes) * np.int64(1 << 20) + np.minimum(counts, (1 << 20) - 1)
-        # A key is a multiset, so its fingerprint is the sum of its elements' hashes (order-free):
-        # two independent 64-bit sums and the key's length. Two different keys share all three
-        # with probability about 2**-128 per pair of persons.
-        starts, _ = _runs(person)
-        with np.errstate(over="ignore"):
-            h1 = np.add.reduceat(_mix(item, 1), starts) if len(starts) else np.zeros(0, np.uint64)
-            h2 = np.add.reduceat(_mix(item, 2), starts) if len(starts) else np.zeros(0, np.uint64)
-        length = np.diff(np.append(starts, len(person))).astype(np.uint64)
-        with np.errstate(over="ignore"):
-            fingerprint = h1 ^ _mix(h2 ^ (length << np.uint64(40)), 3)
-        group = _dense_codes(fingerprint) if n_persons else np.zeros(0, dtype=np.int64)
-        sizes = np.bincount(group) if n_persons else np.zeros(0, dtype=np.int64)
-        return cls(codes, group, sizes.astype(np.int64))
+        codes = person_codes(persons)
+        group, sizes = PersonKeys.of_rows(codes, classes.row_class, classes.n_classes).person_classes()
+        return cls(codes, group, sizes)
 
     def figures(self) -> dict[str, Any]:
         """k, prosecutor risks and uniques per person (keys as in the row-level contract)."""
@@ -216,4 +287,4 @@ def person_figures(classes: EquivalenceClasses, persons: pd.Series,
     return out
 
 
-__all__ = ["PersonClasses", "person_figures"]
+__all__ = ["PersonClasses", "PersonKeys", "person_codes", "person_figures"]
