@@ -38,8 +38,6 @@ from .coding import code_qi, combine, factorize, group
 from .criteria import (
     Policy,
     avg_risk_ok,
-    evaluate_classes,
-    pairs_from_rows,
     sensitive_attributes,
     suppression_budget,
 )
@@ -126,7 +124,6 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None, *,
     # coded as the risk kernel codes them, with the kind, order and hierarchy the gate measures by
     sens_coded = ([a.code(work[a.name]) for a in sensitive_attributes(spec, policy.sensitive)]
                   if policy.needs_sensitive else [])
-    sens_codes = [c.codes.astype(np.int64) for c in sens_coded]
     suppressed = np.zeros(n, dtype=bool)
     cells: dict[str, int] = {}
     search: SearchResult | None = None
@@ -149,7 +146,7 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None, *,
             metric_value = info["mondrian"]["ncp"]
             extra.update(info)
         elif method == "microaggregation":
-            full, suppressed, info = _microaggregation(work, spec, policy, sens_codes)
+            full, suppressed, info = _microaggregation(work, spec, policy, sens_coded)
             metric_value = info["microaggregation"]["sse_share"]
             extra.update(info)
         else:  # validated by the spec model
@@ -240,21 +237,53 @@ def _global(df, work, spec, policy, sens_coded, progress, persons=None, linked_b
             info["search"]["k_per_person_closest"] = per_person.closest.to_dict(per_person.qis)
     if spec.anonymization.suppression == "cells" and fail.any():
         importance = {c: spec.columns[c].importance for c in gen}
-        before = full
-        sens_codes = [c.codes.astype(np.int64) for c in sens_coded]
-        full, cells, fail = local_suppression(full, gen, pks, importance, policy, sens_codes,
-                                              candidates=fail)
-        touched = np.zeros(len(full), dtype=bool)
-        for c in gen:
-            touched |= (full[c].astype(str).to_numpy() == "*") & (before[c].astype(str).to_numpy() != "*")
-        touched &= ~fail
-        info["cell_suppression"] = {
-            "rows_with_cells_suppressed": int(touched.sum()),
-            "by_partition_key": breakdown(work, touched, pks),
-            "by_query": {q.name: breakdown(work, touched, [c for c in q.group_by if c in work.columns])
-                         for q in spec.utility_queries},
-        }
+        # judged as the search judged the node: the attributes with their kind, order or
+        # hierarchy, t against the rows published
+        celled, celled_counts, still = local_suppression(full, gen, pks, importance, policy, sens_coded,
+                                                         candidates=fail)
+        if _cells_publish_more(policy, celled, gen + pks, fail, still):
+            touched = np.zeros(len(full), dtype=bool)
+            for c in gen:
+                touched |= (celled[c].astype(str).to_numpy() == "*") & (full[c].astype(str).to_numpy() != "*")
+            touched &= ~still
+            full, cells, fail = celled, celled_counts, still
+            info["cell_suppression"] = {
+                "rows_with_cells_suppressed": int(touched.sum()),
+                "by_partition_key": breakdown(work, touched, pks),
+                "by_query": {q.name: breakdown(work, touched, [c for c in q.group_by if c in work.columns])
+                             for q in spec.utility_queries},
+            }
     return full, fail, cells, search, info
+
+
+def _published_classes(table: pd.DataFrame, columns: list[str], rows: np.ndarray) -> int:
+    """The number of classes over ``columns`` of the rows ``rows`` of ``table``."""
+    if not len(rows):
+        return 0
+    if not columns:
+        return 1
+    codes = [factorize(table[c].iloc[rows])[0] for c in columns]
+    key, space = combine(codes, [int(c.max()) + 1 for c in codes])
+    return len(group(key, space)[2])
+
+
+def _cells_publish_more(policy: Policy, celled: pd.DataFrame, columns: list[str], counted: np.ndarray,
+                        still: np.ndarray) -> bool:
+    """Whether cell suppression's table replaces the node's whole-row suppression.
+
+    Every class it publishes meets the policy as the gate measures it (local suppression judges
+    against the rows it publishes). Publishing more rows moves the t-closeness reference, so a
+    class the search passed may then fail and go whole; and the classes it forms move
+    prosecutor_avg. The table replaces the node's row suppression only when it suppresses no
+    more rows whole than the search counted (so it stays within the budget) and prosecutor_avg
+    holds on it; otherwise the node's rows are suppressed whole, as the search verified.
+    """
+    if int(still.sum()) > int(counted.sum()):
+        return False
+    if policy.prosecutor_avg is None:
+        return True
+    kept = np.flatnonzero(~still)
+    return avg_risk_ok(policy, _published_classes(celled, columns, kept), len(kept))
 
 
 def _check_coverage(work, spec, columns) -> None:
@@ -324,7 +353,7 @@ def _mondrian(work, spec, policy, sens_coded, progress):
     return full, m.suppressed, info
 
 
-def _microaggregation(work, spec, policy, sens_codes):
+def _microaggregation(work, spec, policy, sens_coded):
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
     _check_coverage(work, spec, gen)
     numeric = [c for c in gen if pd.api.types.is_numeric_dtype(work[c].dtype)
@@ -363,17 +392,32 @@ def _microaggregation(work, spec, policy, sens_codes):
     agg = aggregate(work.loc[keep, numeric], numeric, groups[keep] - 0)
     for c in numeric:
         full.loc[keep, c] = agg[c].to_numpy()
-    # the policy's other criteria (l, t) on the resulting classes
-    codes = [factorize(full[c])[0] for c in gen + pks]
-    key, space = combine(codes, [int(c.max()) + 1 for c in codes])
-    _, row_class, sizes = group(key, space)
-    pairs = [pairs_from_rows(row_class, len(sizes), s, int(s.max()) + 1) for s in sens_codes]
-    fail = evaluate_classes(policy, sizes, pairs).failing[row_class] & keep
+    # the policy's other criteria (l, t) on the classes of the rows kept, judged as the lattice
+    # search judges a node and the gate measures the published table: the attributes with their
+    # kind, order or hierarchy, t against the rows published (the small blocks left out, the
+    # failing classes set aside until none more fails)
+    rows = np.flatnonzero(keep)
+    fail = np.zeros(n, dtype=bool)
+    kept_classes = 0
+    if len(rows):
+        codes = [factorize(full[c].iloc[rows])[0] for c in gen + pks]
+        key, space = combine(codes, [int(c.max()) + 1 for c in codes])
+        _, row_class, sizes = group(key, space)
+        kept_sens = [replace(a, codes=a.codes[rows]) for a in sens_coded]
+        fail_kept, ev = failing_rows(policy, row_class, sizes, kept_sens)
+        fail[rows] = fail_kept
+        kept_classes = len(sizes) - int(ev.failing.sum())
     suppressed = suppressed | fail
     if int(suppressed.sum()) > budget:
         raise NoSolution(
             f"{spec.label}: after microaggregation {int(suppressed.sum())} rows miss "
             f"{', '.join(policy.names())}, over the suppression budget of {budget}"
+        )
+    if not avg_risk_ok(policy, kept_classes, n - int(suppressed.sum())):
+        raise NoSolution(
+            f"{spec.label}: after microaggregation prosecutor_avg is "
+            f"{kept_classes / max(n - int(suppressed.sum()), 1):.4g} > {policy.prosecutor_avg:g} "
+            f"(groups of k={k} to {2 * k - 1} rows)"
         )
     xs = (x - x.mean(axis=0)) / np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
     xa = full[numeric].to_numpy(dtype=float)

@@ -10,6 +10,16 @@ then classes are recomputed. A suppressed cell is the value ``*`` (equal to ``*`
 in that column, as an analyst would read it). Rows still failing once every generalizable QI is
 suppressed are returned so the caller can suppress them whole (within the budget). Partition
 keys are never suppressed.
+
+Criteria. "Misses the policy" is judged exactly as the lattice search judges a node and as the
+release gate measures the published table
+(:func:`~anon_dagster.anonymize.global_recoding.failing_rows`, the risk kernel's figures): the
+l variants on each class's sensitive values, t-closeness with the distance of the attribute's
+kind (total variation for a nominal attribute, ordered EMD for an ordinal or numeric one,
+hierarchical EMD with a sensitive hierarchy) against the distribution of the rows that would be
+published, the rows still failing set aside
+(:func:`~anon_dagster.anonymize.criteria.published_evaluation`). So the rows returned as
+passing are the table the gate measures, and every class of them meets the policy there.
 """
 
 from __future__ import annotations
@@ -20,20 +30,27 @@ import numpy as np
 import pandas as pd
 
 from ..hierarchies import TOP
+from ..risk.sensitive import CodedSensitive
 from .coding import combine, factorize, group
-from .criteria import Policy, evaluate_classes, pairs_from_rows
+from .criteria import Policy
+from .global_recoding import failing_rows
 
 
 def local_suppression(df: pd.DataFrame, qis: Sequence[str], fixed: Sequence[str],
                       importance: Mapping[str, float], policy: Policy,
-                      sensitive: Sequence[np.ndarray] = (),
+                      sensitive: Sequence[CodedSensitive | np.ndarray] = (),
                       candidates: np.ndarray | None = None
                       ) -> tuple[pd.DataFrame, dict[str, int], np.ndarray]:
-    """Suppress cells of ``qis`` until classes over ``qis`` + ``fixed`` satisfy ``policy``.
+    """Suppress cells of ``qis`` until classes over ``qis`` + ``fixed`` satisfy ``policy`` as
+    the gate measures the published table (see the module docstring).
 
-    Returns the table, the cells suppressed per column in the rows that now pass, and the mask
-    of rows still failing (the caller suppresses those whole).
-    ``candidates`` restricts which rows may have cells suppressed (default: any failing row).
+    ``sensitive`` are the policy's sensitive attributes coded as the gate measures them
+    (:meth:`~anon_dagster.anonymize.criteria.SensitiveAttribute.code`: their kind, order or
+    hierarchy choose the t-closeness distance; plain codes are a nominal attribute), one row
+    each of ``df``'s rows. Returns the table, the cells suppressed per column in the rows that
+    now pass, and the mask of rows still failing (the caller suppresses those whole; the rows
+    left are the published table the criteria were judged on). ``candidates`` restricts which
+    rows may have cells suppressed (default: any failing row).
     """
     codes: dict[str, np.ndarray] = {}
     cards: dict[str, int] = {}
@@ -44,15 +61,15 @@ def local_suppression(df: pd.DataFrame, qis: Sequence[str], fixed: Sequence[str]
         codes[col] = c.copy()
         cards[col] = len(uniques) + 1
         star[col] = labels.index(TOP) if TOP in labels else len(uniques)
-    sens = [np.asarray(s, dtype=np.int64) for s in sensitive] if policy.needs_sensitive else []
+    sens = list(sensitive) if policy.needs_sensitive else []
     n = len(df)
 
     def failing() -> np.ndarray:
         cols = [codes[c] for c in list(qis) + list(fixed)]
         key, space = combine(cols, [cards[c] for c in list(qis) + list(fixed)])
         _, row_class, sizes = group(key, space)
-        pairs = [pairs_from_rows(row_class, len(sizes), s, int(s.max()) + 1 if len(s) else 1) for s in sens]
-        return evaluate_classes(policy, sizes, pairs).failing[row_class]
+        # the lattice search's verdict on a node: the same figures, distances and reference
+        return failing_rows(policy, row_class, sizes, sens)[0]
 
     order = sorted(qis, key=lambda c: (importance.get(c, 1.0), -cards[c], list(qis).index(c)))
     suppressed = {c: np.zeros(n, dtype=bool) for c in qis}
