@@ -9,6 +9,7 @@ policy, queries, publication).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,61 @@ def load_specs(folder: str | Path) -> list[ReleaseSpec]:
     if problems:
         raise SpecError(problems)
     return specs
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    """One spec file, loaded on its own: its spec, or the error listing every problem of the file.
+
+    ``release`` is the release name the file declares, when it can be read (also for a broken file).
+    """
+
+    path: Path
+    spec: ReleaseSpec | None = None
+    error: SpecError | None = None
+    release: str | None = None
+
+
+def load_spec_files(where: str | Path | Iterable[str | Path]) -> list[SpecFile]:
+    """Every spec of a folder (or the given files), each loaded on its own: a broken file is
+    returned with every problem of that file, and never keeps the others from loading.
+
+    A second file declaring a release name already declared is broken: "release X already declared
+    in FILE". A folder that does not exist is a SpecError naming it. :func:`load_specs` (the CLI's)
+    stays strict: any problem of any file fails it.
+    """
+    if isinstance(where, (str, Path)):
+        folder = Path(where)
+        if not folder.is_dir():
+            raise SpecError([Problem(str(folder), "", "no such folder of release specs")])
+        paths = discover_specs(folder)
+    else:
+        paths = [Path(p) for p in where]
+    out: list[SpecFile] = []
+    declared: dict[str, Path] = {}
+    for path in paths:
+        try:
+            spec = load_spec(path)
+        except SpecError as exc:
+            out.append(SpecFile(path, error=exc, release=_declared_release(path)))
+            continue
+        if spec.release in declared:
+            problem = Problem(str(path), "release", f"release {spec.release!r} already declared in {declared[spec.release]}")
+            out.append(SpecFile(path, error=SpecError([problem]), release=spec.release))
+            continue
+        declared[spec.release] = path
+        out.append(SpecFile(path, spec=spec, release=spec.release))
+    return out
+
+
+def _declared_release(path: Path) -> str | None:
+    """The ``release`` a spec file declares, if the file reads as YAML and names one."""
+    try:
+        raw = _load_yaml(_protect_placeholders(path.read_text(encoding="utf-8")), str(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, SpecError):
+        return None
+    release = raw.get("release") if isinstance(raw, dict) else None
+    return release if isinstance(release, str) and release else None
 
 
 def iter_problems(exc: SpecError) -> Iterable[str]:
