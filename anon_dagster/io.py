@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
 import tempfile
@@ -15,11 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import objectstore
 from .errors import DataError
 
 
-def table_format(path: str | Path) -> str:
-    suffix = Path(path).suffix.lower()
+def table_format(path: str | Path | objectstore.ObjectPath) -> str:
+    suffix = (path.suffix if isinstance(path, objectstore.ObjectPath) else Path(path).suffix).lower()
     if suffix in (".parquet", ".pq"):
         return "parquet"
     if suffix in (".csv", ".txt", ".tsv"):
@@ -27,7 +29,7 @@ def table_format(path: str | Path) -> str:
     raise DataError(f"{path}: unknown table format {suffix!r} (use .csv or .parquet)")
 
 
-def read_table(path: str | Path, separator: str | None = None, fmt: str | None = None, *,
+def read_table(path: str | Path | objectstore.ObjectPath, separator: str | None = None, fmt: str | None = None, *,
                text_columns: Iterable[str] = (), raw_columns: Iterable[str] = ()) -> pd.DataFrame:
     """Read a csv or parquet file; a bad or missing file raises DataError naming it.
 
@@ -44,26 +46,29 @@ def read_table(path: str | Path, separator: str | None = None, fmt: str | None =
 
     ``raw_columns`` (csv only: date columns) keep the text of their cells, so that one date
     format is chosen for the whole column (:mod:`anon_dagster.dates`), not numbers.
+
+    ``path`` may be an object-storage location (``s3://bucket/key``, :mod:`anon_dagster.objectstore`):
+    the object is read whole and parsed by the same rules.
     """
-    path = Path(path)
+    path = objectstore.location(path)
     fmt = fmt or table_format(path)
     text = set(text_columns)
     raw = set(raw_columns) | text
-    if not path.exists():
+    source: Path | io.BytesIO = path if isinstance(path, Path) else _object_bytes(path)
+    if isinstance(path, Path) and not path.exists():
         raise DataError(f"{path}: no such file")
     try:
         if fmt == "parquet":
-            return _read_parquet(path, text)
+            return _read_parquet(path, text, source)
         if separator is None:
-            with open(path, encoding="utf-8-sig") as handle:
-                head = handle.readline()
+            head = _first_line(source)
             separator = max((",", ";", "\t"), key=head.count)
         # every cell as its text; only empty cells are missing here, the usual missing-value
         # spellings (NA, null, ...) are applied below to the columns that are not identifiers
-        df = pd.read_csv(path, sep=separator, encoding="utf-8-sig", dtype=str, keep_default_na=False,
+        df = pd.read_csv(source, sep=separator, encoding="utf-8-sig", dtype=str, keep_default_na=False,
                          na_values=[""])
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read as {fmt}: {str(exc).splitlines()[0]}") from None
+        raise DataError(f"{path}: cannot read as {fmt}: {objectstore.describe(exc)}") from None
     for column in df.columns:
         if column in text:
             continue
@@ -80,13 +85,34 @@ MISSING_SPELLINGS = frozenset({
 })
 
 
-def _read_parquet(path: Path, text: set[str]) -> pd.DataFrame:
-    """A parquet file as a DataFrame; ``text`` columns as the exact text of their values."""
+def _object_bytes(loc: objectstore.ObjectPath) -> io.BytesIO:
+    """The whole object at ``loc``, to be parsed as a local file is; DataError when there is none."""
+    try:
+        data = objectstore.read_bytes(loc)
+    except objectstore.LocationError as exc:
+        raise DataError(str(exc)) from None
+    if data is None:
+        raise DataError(f"{loc}: no such object")
+    return io.BytesIO(data)
+
+
+def _first_line(source: Path | io.BytesIO) -> str:
+    """The first line of a csv file or of the bytes of one (to sniff its separator)."""
+    if isinstance(source, io.BytesIO):
+        return source.getvalue().split(b"\n", 1)[0].decode("utf-8-sig")
+    with open(source, encoding="utf-8-sig") as handle:
+        return handle.readline()
+
+
+def _read_parquet(path: Path | objectstore.ObjectPath, text: set[str],
+                  source: Path | io.BytesIO | None = None) -> pd.DataFrame:
+    """A parquet file as a DataFrame; ``text`` columns as the exact text of their values.
+    ``source``: where its bytes are (``path`` itself for a local file)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, use_pandas_metadata=True)
+    table = pq.read_table(path if source is None else source, use_pandas_metadata=True)
     converted = {}
     for name in text & set(table.column_names):
         column = table.column(name)

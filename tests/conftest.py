@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from anon_dagster.objectstore import iter_variables
+from tests.support import s3
 from tests.support.keys import ENVIRONMENT_VARIABLES, MASTER_KEY
+
+# A store's credentials, region and endpoint, and the variables that would read a profile or an
+# instance's metadata instead (a test that needs them sets them: see the s3_bucket fixture).
+STORE_VARIABLES = (*iter_variables(), "AWS_EC2_METADATA_DISABLED", "AZURE_STORAGE_CONNECTION_STRING")
 
 # The test gate is deterministic: the same examples on every run and no per-example deadline
 # (a loaded CI machine is not a failing test). HYPOTHESIS_PROFILE=explore draws new examples.
@@ -23,13 +30,32 @@ ADULT_ENV = "ANON_DAGSTER_ADULT_DIR"
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts without the key, state and Dagster variables of the shell running pytest.
+    """Every test starts without the key, state, Dagster and object-storage variables of the shell
+    running pytest.
 
-    A developer's own key store or Dagster home must neither satisfy nor break a test; tests that
-    need a variable set it with ``monkeypatch``.
+    A developer's own key store, Dagster home or cloud credentials must neither satisfy nor break a
+    test; tests that need a variable set it with ``monkeypatch``.
     """
-    for var in ENVIRONMENT_VARIABLES:
+    for var in (*ENVIRONMENT_VARIABLES, *STORE_VARIABLES):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[s3.Server]:
+    """moto's S3-compatible server on 127.0.0.1 for the session (started on first use, stopped at the end)."""
+    server = s3.start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: s3.Server, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+              ) -> s3.Bucket:
+    """A new bucket of the test server, the environment pointed at it as an installation would be
+    (``AWS_ENDPOINT_URL``, credentials, region), for this test only."""
+    return s3.use_bucket(s3_server, monkeypatch, tmp_path_factory.mktemp("aws"))
 
 
 @pytest.fixture

@@ -5,19 +5,19 @@ A publication records its ledger entry as *pending* before it renames anything i
 pending entry looks at what is in place: when the published file is the one the entry
 describes (its SHA-256), the entry is marked published and its reports are put beside it
 (roll forward); otherwise the entry is abandoned and the previous publication's reports are
-made to agree with the file in place (roll back). Leftover staged files are swept.
+made to agree with the file in place (roll back). Leftover staged files are swept. The same
+holds on object storage, with the store's objects for files (:mod:`.portal`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import portal
 from .ledger import Ledger, Publication
 from .report import build_report, render
-from .targets import REPORT_FORMATS, Target
+from .targets import REPORT_FORMATS, Target, lock_folder
 
 
 def report_bytes(entry: Publication | None) -> dict[str, bytes] | None:
@@ -52,7 +52,7 @@ def reconcile_pending(ledger: Ledger, release: str | None = None, *, skip: Targe
             ledger.abandon(entry.id)  # nothing was to be placed
             done.append(Reconciled(entry.id, entry.release, entry.partition, "abandoned"))
             continue
-        target = Target.of_entry(entry.published_root, entry.published_path)
+        target = Target.of_entry(entry.published_root, entry.published_path, locks=lock_folder(ledger.path))
         if skip is not None and target == skip:
             continue
         with portal.open_folder(target.root, target.parts, create=False) as folder:
@@ -76,14 +76,14 @@ def _sweep(ledger: Ledger, release: str | None, skip: Target | None) -> None:
     by_folder: dict[tuple[Path, tuple[str, ...]], list[Target]] = {}
     for entry in ledger.entries(release=release):
         if entry.status == "published" and entry.published_root and entry.published_path:
-            target = Target.of_entry(entry.published_root, entry.published_path)
+            target = Target.of_entry(entry.published_root, entry.published_path, locks=lock_folder(ledger.path))
             if target != skip:
                 by_folder.setdefault((target.root, target.parts), []).append(target)
     for (root, parts), targets in by_folder.items():
         with portal.open_folder(root, parts, create=False) as folder:
             if folder is None:
                 continue
-            names = set(os.listdir(folder.fd))
+            names = set(portal.names(folder))
             for target in targets:
                 prefix = f".{target.name}."
                 if not any(n.startswith(prefix) and n.endswith((".tmp", ".bak")) for n in names):
@@ -94,7 +94,7 @@ def _sweep(ledger: Ledger, release: str | None, skip: Target | None) -> None:
 
 
 def reconcile_target(ledger: Ledger, release: str, partition: str | None, target: Target,
-                      folder: portal.Folder) -> list[Reconciled]:
+                      folder: portal.AnyFolder) -> list[Reconciled]:
     """Reconcile the pending entries of one target, its lock held (see the module docstring)."""
     done = []
     pending = [e for e in ledger.pending(release) if e.partition == (partition or "")
@@ -114,7 +114,7 @@ def reconcile_target(ledger: Ledger, release: str, partition: str | None, target
     return done
 
 
-def agree_reports(folder: portal.Folder, target: Target, entry: Publication | None,
+def agree_reports(folder: portal.AnyFolder, target: Target, entry: Publication | None,
                    withdrawn: Publication | None) -> None:
     """Make the reports beside ``target`` those of ``entry`` (rebuilt from the ledger). With no
     entry to show, a report of ``withdrawn`` (an abandoned entry) is removed; other files are left."""

@@ -16,6 +16,11 @@ Definitions.
   protected folder. :func:`check_target` refuses before anything is written;
   :func:`publication_problems` says the same of a spec for every partition at once (``anon-dagster
   validate``): paths holding ``{partition}`` are compared as patterns.
+- A target on object storage (``publication.path`` an ``s3://``, ``gs://``, ``az://`` or
+  ``abfs[s]://`` URI) has a bucket prefix for its publication folder; it is refused when its
+  normalized URI (:class:`~anon_dagster.objectstore.ObjectPath`) equals the source's (the one
+  input a spec may keep on object storage) or that of its reports. There are no symlinks to
+  follow there. Its lock is a file of this host, in the ledger's folder (:func:`lock_folder`).
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..objectstore import ObjectPath, is_remote
 from ..partitions import UNPARTITIONED
 from ..spec import ReleaseSpec, TableSpec
 from .ledger import default_ledger_path
@@ -45,12 +51,17 @@ class TargetRefused(UserError):
 class Target:
     """Where one partition's publication goes: ``root / parts... / name`` (see the module docstring)."""
 
-    root: Path
+    root: Path | ObjectPath
     parts: tuple[str, ...]
     name: str
 
     @property
-    def path(self) -> Path:
+    def remote(self) -> bool:
+        """Whether the target is on object storage."""
+        return isinstance(self.root, ObjectPath)
+
+    @property
+    def path(self) -> Path | ObjectPath:
         return self.root.joinpath(*self.parts, self.name)
 
     @property
@@ -61,15 +72,27 @@ class Target:
     def report_name(self, fmt: str) -> str:
         return f"{self.report_stem}.{fmt}"
 
-    def report_path(self, fmt: str = "md") -> Path:
+    def report_path(self, fmt: str = "md") -> Path | ObjectPath:
         return self.root.joinpath(*self.parts, self.report_name(fmt))
 
     @classmethod
-    def of_entry(cls, published_root: str, published_path: str) -> Target:
-        """The target a ledger entry recorded."""
+    def of_entry(cls, published_root: str, published_path: str, *, locks: Path | None = None) -> Target:
+        """The target a ledger entry recorded (``locks``: the lock folder of a target on object
+        storage, :func:`lock_folder`)."""
+        if is_remote(published_root):
+            remote, where = ObjectPath.parse(published_root).with_locks(locks), ObjectPath.parse(published_path)
+            rel = where.relative_to(remote).parts
+            return cls(remote, tuple(rel[:-1]), rel[-1])
         root, path = Path(published_root), Path(published_path)
         rel = path.relative_to(root).parts
         return cls(root, tuple(rel[:-1]), rel[-1])
+
+
+def lock_folder(ledger_path: str | Path | None) -> Path:
+    """Where this host keeps the locks of targets on object storage: ``publication-locks`` in the
+    folder of the ledger (``ledger_path``, default :func:`default_ledger_path`)."""
+    ledger = Path(ledger_path) if ledger_path is not None else default_ledger_path()
+    return ledger.expanduser().absolute().parent / "publication-locks"
 
 
 @dataclass(frozen=True)
@@ -77,11 +100,13 @@ class Protected:
     """A path a publication may never be written onto (a file) or into (a folder)."""
 
     label: str
-    path: Path
+    path: Path | ObjectPath
     folder: bool = False
 
 
-def _real(path: str | Path) -> Path:
+def _real(path: str | Path | ObjectPath) -> Path | ObjectPath:
+    if isinstance(path, ObjectPath):  # normalized already; nothing to resolve
+        return path
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
@@ -91,8 +116,11 @@ def target_of(spec: ReleaseSpec, partition: str | None) -> Target:
     fixed = text.split("{", 1)[0]
     cut = max(fixed.rfind("/"), fixed.rfind(os.sep))
     root_text, rest = (text[: cut + 1], text[cut + 1:]) if cut >= 0 else ("", text)
-    base = Path(root_text).expanduser()
-    root = _real(base if base.is_absolute() else spec.base_dir / base)
+    if is_remote(text):
+        root: Path | ObjectPath = ObjectPath.parse(root_text)
+    else:
+        base = Path(root_text).expanduser()
+        root = _real(base if base.is_absolute() else spec.base_dir / base)
     filled = rest.format(release=spec.release, partition=partition or UNPARTITIONED)
     parts = filled.split("/")
     if any(p in ("", ".", "..") for p in parts) or "\\" in filled:
@@ -179,6 +207,8 @@ def check_target(spec: ReleaseSpec, partition: str | None, **protected: Any) -> 
     problems = target_problems(spec, target, protected_paths(spec, partition, **protected))
     if problems:
         raise TargetRefused(problems[0])
+    if isinstance(target.root, ObjectPath):
+        target = replace(target, root=target.root.with_locks(lock_folder(protected.get("ledger_path"))))
     return target
 
 
@@ -223,6 +253,8 @@ def publication_problems(spec: ReleaseSpec, *, storage: Iterable[str | Path] = (
             problems.append(f"{spec.label}: publication.path {shown} would be written onto or into "
                             f"{item.label} ({str(item.path).replace(_ANY_PARTITION, '{partition}')}): a "
                             "publication never overwrites what the release reads or keeps private")
+    if target.remote:  # no symlinks on object storage
+        return problems
     finals = (target.name, *(target.report_name(f) for f in REPORT_FORMATS))
     here = target.root
     for i, part in enumerate((*target.parts, target.name)):
@@ -243,5 +275,5 @@ def publication_problems(spec: ReleaseSpec, *, storage: Iterable[str | Path] = (
     return problems
 
 
-__all__ = ["REPORT_FORMATS", "Protected", "Target", "TargetRefused", "check_target", "protected_paths",
+__all__ = ["REPORT_FORMATS", "Protected", "Target", "TargetRefused", "check_target", "lock_folder", "protected_paths",
            "publication_problems", "target_of", "target_problems"]

@@ -8,7 +8,7 @@ policy, queries, publication).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from ..dates import format_problems, parse_dates
 from ..errors import DataError, HierarchyError, Problem, SpecError
 from ..hierarchies import DateHierarchy
+from ..objectstore import location_problem, scheme_of, shown
 from .columns import column_problems
 from .models import ReleaseSpec
 from .policy import policy_problems, threshold_message
@@ -48,8 +49,10 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
 def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
     problems: list[Problem] = []
     add = lambda key, msg: problems.append(Problem(file, key, msg))  # noqa: E731
+    for key, msg in location_problems(spec):
+        add(key, msg)
     for name, col in spec.columns.items():
-        for key, msg in column_problems(name, col, spec.resolve):
+        for key, msg in column_problems(name, col, _local_only(spec)):
             add(key, msg)
     if not spec.quasi_identifiers and spec.anonymization.method not in ("none",):
         add("columns", "no column has role 'quasi': there is nothing to anonymize")
@@ -106,6 +109,36 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
     if spec.publication.mode == "aggregates" and spec.publication.epsilon is None:
         add("publication.epsilon", "aggregates are published with differential privacy: declare epsilon")
     return problems
+
+
+def location_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+    """``(key, message)`` for every location of the spec that is not a supported one: the source
+    and the publication may be local paths or object-storage URIs (:mod:`anon_dagster.objectstore`);
+    the population file and the hierarchy tables are local files."""
+    problems = []
+    for key, text in (("source.path", spec.source.path), ("publication.path", spec.publication.path)):
+        problem = location_problem(text)
+        if problem is not None:
+            problems.append((key, problem))
+    if spec.policy.population is not None and scheme_of(spec.policy.population.path) is not None:
+        problems.append(("policy.population.path", _local_message(spec.policy.population.path)))
+    return problems
+
+
+def _local_message(text: str) -> str:
+    return (f"{shown(text)!r}: object storage holds a release's source.path and publication.path only; "
+            "this file is read from a local path")
+
+
+def _local_only(spec: ReleaseSpec) -> Callable[[str], Path]:
+    """``spec.resolve`` for the files that are read locally: a URI is a problem of the key (a
+    HierarchyError, which the column's checks report under its key)."""
+    def resolve(path: str) -> Path:
+        if scheme_of(path) is not None:
+            raise HierarchyError(_local_message(path))
+        return spec.resolve(path)
+
+    return resolve
 
 
 # Path templates such as ``{path: ../published/{release}/{partition}.parquet}`` are not valid

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ..errors import UserError
 from ..hierarchies import Hierarchy
+from ..objectstore import ObjectPath, is_remote
 from .columns import ColumnSpec, Integer, Number, TableSpec, _Model, build_hierarchy
 from .policy import PolicySpec
 
@@ -120,6 +121,10 @@ class ReleaseSpec(_Model):
     def resolve(self, path: str, **fmt: str) -> Path:
         """A path of the spec, formatted with ``fmt`` and resolved against the spec's folder.
 
+        An object-storage URI (``s3://bucket/key``) is returned as its
+        :class:`~anon_dagster.objectstore.ObjectPath` (spec validation allows one in
+        ``source.path`` and ``publication.path`` only).
+
         A ``partition`` must be a plain key (letters, digits, ``-``, ``_``): never a path of
         its own (``../x``, ``2024/../../x``). The keys themselves are checked against the
         spec's partitions by :func:`anon_dagster.partitions.partition_window`.
@@ -128,6 +133,8 @@ class ReleaseSpec(_Model):
         if partition is not None and not _PLAIN_KEY.fullmatch(str(partition)):
             raise UserError(f"{self.label}: partition {str(partition)[:40]!r} is not a partition key")
         text = path.format(release=self.release, **fmt) if fmt or "{release}" in path else path
+        if is_remote(text):  # an object-storage location (source and publication only, see loading)
+            return ObjectPath.parse(text)  # type: ignore[return-value]
         p = Path(text).expanduser()
         return p if p.is_absolute() else (self.base_dir / p).resolve()
 
@@ -143,6 +150,8 @@ class ReleaseSpec(_Model):
             paths.append(self.policy.population.path)
         folders = []
         for text in paths:
+            if is_remote(text):  # a bucket is no folder of this machine: no key store sits in it
+                continue
             fixed = text.split("{", 1)[0]
             folder = self.resolve(fixed) if fixed.endswith(("/", "\\")) else self.resolve(fixed).parent
             if folder not in folders and folder != self.base_dir.resolve() and folder not in self.base_dir.resolve().parents:
