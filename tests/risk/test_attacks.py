@@ -327,3 +327,31 @@ def test_the_figures_do_not_depend_on_the_names_of_values(data):
     first = run_attacks(release, release, control, **kw)
     again = run_attacks(renamed(release), renamed(release), renamed(control), **kw)
     _close(_rates(first), _rates(again))
+
+
+@pytest.mark.parametrize("method", ["global", "mondrian"])
+def test_control_values_the_hierarchy_or_the_boxes_do_not_hold_are_compared_to_the_nearest(tmp_path, method):
+    (tmp_path / "job.csv").write_text("nurse;health;*\ndoctor;health;*\nclerk;office;*\nmanager;office;*\n")
+    rng = np.random.default_rng(4)
+    raw = pd.DataFrame({"age": rng.integers(20, 60, 300), "job": rng.choice(["nurse", "doctor", "clerk", "manager"], 300),
+                        "s": rng.choice(["a", "b"], 300)})
+    spec = release_spec({
+        "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [5, 10, 20]}},
+        "job": {"role": "quasi", "hierarchy": {"type": "table", "path": str(tmp_path / "job.csv")}},
+        "s": {"role": "sensitive"},
+    }, anonymization={"method": method, "k": 5, "max_suppression": 0.1})
+    result = anonymize(raw, spec)
+    control = pd.DataFrame({"age": [95, 30, 41], "job": ["pilot", "nurse", "pilot"], "s": ["a", "b", "a"]})
+    results = run_attacks(result.data, raw.loc[result.data.index], control, columns=["age", "job"], secrets=["s"],
+                          record=result.record, hierarchies=spec.hierarchies, config=ALL)
+    for r in results:
+        assert r.control.n == 3 and 0.0 <= r.control.value <= 1.0
+
+
+def test_microaggregated_numbers_are_compared_by_distance():
+    release = pd.DataFrame({"age": [30.5, 30.5, 61.0, 61.0], "s": ["p", "p", "q", "q"]})
+    originals = release.assign(age=[30, 31, 60, 62])
+    control = pd.DataFrame({"age": [33, 58], "s": ["p", "q"]})
+    res = _one(_run(release, control, ["age"], secrets=["s"], attacks=("inference",), originals=originals),
+               "inference", "s")
+    assert (res.main.value, res.control.value) == (1.0, 1.0)

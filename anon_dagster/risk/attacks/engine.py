@@ -33,7 +33,8 @@ class AttackConfig:
     """How hard the attacks try.
 
     ``targets``: main and control targets each (persons; all of them when fewer);
-    ``predicates``: multivariate singling-out predicates per target; ``tolerance``: a numeric
+    ``predicates``: multivariate singling-out predicates per target (1: the conjunction over
+    every column; more: random subsets too, see :mod:`.singling_out`); ``tolerance``: a numeric
     secret is guessed right within ``tolerance × |value|``; ``budget``: each attack's
     :class:`~.result.Budget`; ``chunk``: targets attacked at a time.
     """

@@ -10,8 +10,11 @@ satisfies any). The predicate is evaluated on the release, per person: a person 
 when one of their rows does.
 
 - *univariate*: one predicate per column (``|S| = 1``);
-- *multivariate*: the conjunction over every column, then random subsets of 2 columns or more
-  (the subset's size drawn uniformly, then its columns), the same subsets for every target.
+- *multivariate*: the conjunction over every column the attacker knows (the most specific
+  predicate their knowledge gives: if any conjunction over fewer columns isolates a main target,
+  this one does too); with ``AttackConfig.predicates = n``, also ``n - 1`` random subsets of 2
+  columns or more (the subset's size drawn uniformly, then its columns), the same subsets for
+  every target: attackers who know only part of the record.
 
 A target's score is the share of its predicates that succeed:
 
