@@ -287,11 +287,30 @@ def test_an_object_replaced_by_another_writer_while_placed_is_never_marked_publi
     assert second.ledger.current("tiny", "2023").data_hash == first.evaluation.data_hash
 
 
-def _child(gated: Gated, tmp: Path, die_at: str) -> subprocess.Popen:
-    dump = gated.dump(tmp / "eval.pickle")
+def _child(gated: Gated, tmp: Path, die_at: str = "", hold: float = 0.0, name: str = "eval") -> subprocess.Popen:
+    """A publisher in a child process (the environment, so the server's endpoint, inherited)."""
+    dump = gated.dump(tmp / f"{name}.pickle")
     return subprocess.Popen([sys.executable, "-c", PUBLISHER, str(dump), str(gated.ledger.path), str(tmp / "keystate"),
-                             die_at, "0"], cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
+                             die_at, str(hold)], cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def test_two_publishers_of_one_target_on_this_host_are_serialized_by_the_lock_file(republication, s3_bucket,
+                                                                                   tmp_path):
+    first, second = republication
+    third = _gated(s3_bucket, tmp_path, seed=2)
+    a = _child(third, tmp_path, hold=4.0, name="a")
+    assert a.stdout.readline().strip() == "holding"  # a holds the target's lock, its entry pending
+    b = _child(second, tmp_path, name="b")
+    _, err_a = a.communicate(timeout=300)
+    _, err_b = b.communicate(timeout=300)
+    assert a.returncode == 0 and b.returncode == 0, (err_a, err_b)
+    ledger = open_test_ledger(first.ledger.path, tmp_path / "keystate")
+    _assert_agree(s3_bucket, ledger, first.spec)
+    # b waited for a: its publication is the current one, a's the one before
+    assert ledger.current("tiny", "2023").data_hash == second.evaluation.data_hash
+    history = [e.data_hash for e in ledger.entries(release="tiny", include_superseded=True)]
+    assert history[-2:] == [third.evaluation.data_hash, second.evaluation.data_hash]
 
 
 @pytest.mark.parametrize("step", ["staged", "pending", "kept", "data-placed", "report-placed:html", "published"])
