@@ -167,19 +167,21 @@ def _adultish(n: int, seed: int) -> pd.DataFrame:
                          "sex": rng.choice(["F", "M"], n), "s": rng.choice(["a", "b", "c"], n)})
 
 
-def _spec(method: str, k: int):
+def _spec(method: str, k: int, suppression: str = "rows", max_suppression: float = 0.1):
     return release_spec({
         "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [5, 10, 20]}},
         "zip": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [4, 3]}},
         "sex": {"role": "quasi"}, "s": {"role": "sensitive"},
-    }, anonymization={"method": method, "k": k, "max_suppression": 0.1})
+    }, anonymization={"method": method, "k": k, "max_suppression": max_suppression, "suppression": suppression})
 
 
-@pytest.mark.parametrize("method", ["global", "mondrian"])
-def test_every_released_record_is_covered_by_its_own_published_row(method):
+@pytest.mark.parametrize("method, suppression", [("global", "rows"), ("global", "cells"), ("mondrian", "rows")])
+def test_every_released_record_is_covered_by_its_own_published_row(method, suppression):
     raw = _adultish(400, 1)
-    spec = _spec(method, 4)
+    spec = _spec(method, 5, suppression, 0.2)
     result = anonymize(raw, spec)
+    if suppression == "cells":  # a suppressed cell is published as *, which covers every value
+        assert (result.data[["age", "zip"]].astype(str) == "*").to_numpy().any()
     originals = raw.loc[result.data.index].reset_index(drop=True)
     coding = ReleaseCoding(result.data, result.record, spec.hierarchies)
     qis = ["age", "zip", "sex"]
