@@ -34,6 +34,12 @@ keeps its report in the partition's report folder (owner-only): :func:`keep_eval
 the evidence of an evaluation of every check, whichever its verdict, and :func:`publish_release`
 publishes a passing one as the spec's ``publication.mode`` says, with the figures a reviewer
 reads beside it. The Dagster assets call these two; they decide nothing themselves.
+
+*One report per evaluation*: a refused evaluation's report is in the partition's report folder
+(``risk_report.md|html|json``, beside the transformation record); a passing evaluation's report
+is its publication's (``<stem>.report.md|html|json`` beside the published file), written by the
+publication. So a passing evaluation keeps no report in the report folder, and it removes the
+one an earlier evaluation of the partition left there, as does its publication.
 """
 
 from __future__ import annotations
@@ -127,7 +133,8 @@ class ReleasePublished:
 
 @dataclass
 class Kept:
-    """What :func:`keep_evaluation` kept: the report written (None when it could not be), whether
+    """What :func:`keep_evaluation` kept: the report written (a refused evaluation's; None for a
+    passing one, whose report is its publication's, or when it could not be written), whether
     the evaluation was recorded as refused, and ``problem``, what prevented keeping it."""
 
     report: Path | None
@@ -149,10 +156,22 @@ def evaluation_report_path(folder: Path) -> Path:
 
 
 def kept_report(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path | None:
-    """The Markdown report of the evaluation kept for ``partition`` (:func:`keep_evaluation`),
-    None when none was kept."""
+    """The Markdown report of the refused evaluation kept for ``partition`` (:func:`keep_evaluation`),
+    None when none was kept (a passing evaluation's report is its publication's)."""
     report = evaluation_report_path(reports_folder(spec, reports_dir, partition))
     return report if report.exists() else None
+
+
+def remove_kept_report(folder: Path) -> bool:
+    """Remove the evaluation report kept in ``folder`` (``risk_report.md|html|json``), if any: the
+    partition's current evaluation passed, so its report is its publication's. True if one was there."""
+    removed = False
+    for fmt in REPORT_FORMATS:
+        path = Path(folder) / f"{REPORT_STEM}.{fmt}"
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            removed = True
+    return removed
 
 
 def publication_target(spec: ReleaseSpec, partition: str | None) -> Path:
@@ -222,9 +241,10 @@ def record_refusal(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, fo
 
 def keep_evaluation(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, folder: Path) -> Kept:
     """Keep the evidence of an evaluation of every check in ``folder``: a refused one is recorded
-    in the ledger (failed: never composed) with its report (:func:`record_refusal`), a passing
-    one's report is written (:func:`write_evaluation_report`); publishing it is the publication
-    step's. An evaluation of some of the checks only proves nothing about the release: do not keep it.
+    in the ledger (failed: never composed) with its report (:func:`record_refusal`); a passing
+    one's report is its publication's, so the report an earlier evaluation left in ``folder`` is
+    removed (:func:`remove_kept_report`) and publishing it is the publication step's. An
+    evaluation of some of the checks only proves nothing about the release: do not keep it.
 
     Never raises: the verdicts stand whatever becomes of their evidence, so what prevented keeping
     it is returned as ``problem`` (one line), for the caller to report.
@@ -236,10 +256,10 @@ def keep_evaluation(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, f
         if refused:
             record_refusal(spec, evaluation, ledger, folder)
         else:
-            write_evaluation_report(spec, evaluation, folder)
+            remove_kept_report(folder)
     except Exception as exc:  # noqa: BLE001 - reported by the caller; the check results still stand
         return Kept(None, refused, describe_error(exc))
-    return Kept(evaluation_report_path(folder), refused)
+    return Kept(evaluation_report_path(folder) if refused else None, refused)
 
 
 def _refuse_unless_passed(spec: ReleaseSpec, evaluation: Evaluation) -> None:
@@ -349,17 +369,25 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
 
 def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd.DataFrame,
                     pseudonymized: pd.DataFrame, ledger: Ledger, keystore: Any = None,
-                    storage: Sequence[str | Path] = ()) -> ReleasePublished:
+                    storage: Sequence[str | Path] = (), reports: Path | None = None) -> ReleasePublished:
     """Publish a passing evaluation as ``publication.mode`` says: the rows of ``anonymized``
     (:func:`publish`), or the noisy aggregates of ``pseudonymized`` (:func:`publish_aggregates`);
     PublicationRefused otherwise, nothing written. ``keystore`` and ``storage`` are kept clear
-    of the target, with the release's inputs."""
+    of the target, with the release's inputs. Once published, the report an earlier evaluation
+    left in the partition's report folder (``reports``, default :func:`reports_folder` without
+    ``reports_dir``) is removed: the publication's report is the one."""
     if spec.publication.mode == "aggregates":
         done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage)
-        return ReleasePublished(done, "aggregates", evaluation.id, epsilon=float(spec.publication.epsilon or 0),
-                                expected_error=errors)
-    done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage)
-    return ReleasePublished(done, "rows", evaluation.id, class_size_histogram=evaluation.class_size_table())
+        out = ReleasePublished(done, "aggregates", evaluation.id, epsilon=float(spec.publication.epsilon or 0),
+                               expected_error=errors)
+    else:
+        done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage)
+        out = ReleasePublished(done, "rows", evaluation.id, class_size_histogram=evaluation.class_size_table())
+    try:
+        remove_kept_report(reports if reports is not None else reports_folder(spec, None, evaluation.partition))
+    except OSError:  # the publication stands; an older evaluation's report says its date
+        pass
+    return out
 
 
 def _stored(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -459,5 +487,5 @@ __all__ = [
     "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished", "evaluation_report_inputs",
     "evaluation_report_path", "keep_evaluation", "kept_report", "publication_target", "publish", "publish_aggregates",
     "publish_release", "reconcile_pending", "record_refusal", "recorded_population", "refuse_population_change",
-    "report_base", "reports_folder", "table_bytes", "write_evaluation_report", "write_record", "write_report_files",
+    "remove_kept_report", "report_base", "reports_folder", "table_bytes", "write_evaluation_report", "write_record", "write_report_files",
 ]

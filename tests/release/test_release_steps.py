@@ -3,7 +3,7 @@
 * :func:`~anon_dagster.release.stored.evaluate_stored` judges a stored anonymized table with the
   record it carries exactly as ``anon-dagster check`` judges the partition;
 * :func:`~anon_dagster.release.publication.keep_evaluation` keeps a refused evaluation in the
-  ledger with its report, and a passing one's report;
+  ledger with its report, and no report for a passing one (its report is its publication's);
 * :func:`~anon_dagster.release.publication.publish_release` publishes per ``publication.mode``
   and states the figures of what it wrote;
 * :meth:`~anon_dagster.release.evaluation.CheckResult.evidence` chooses each check's evidence,
@@ -121,7 +121,7 @@ def test_the_at_rest_policy_of_each_step(tmp_path):
         storage.ENCRYPTED_IF_AVAILABLE, storage.ENCRYPTED_IF_AVAILABLE, storage.ENCRYPTED_IF_AVAILABLE, None]
 
 
-def test_keep_evaluation_records_a_refusal_with_its_report_and_writes_a_passing_report(tmp_path, master_key):
+def test_keep_evaluation_records_a_refusal_with_its_report_and_keeps_none_for_a_passing_one(tmp_path, master_key):
     ledger = env_ledger(tmp_path / "ledger.sqlite", create=True)
     keystore = open_keystore()
     refused_spec = load_spec(write_release(tmp_path, name="tiny", method="none", k=5, thresholds={"k": 5}))
@@ -151,14 +151,15 @@ def test_keep_evaluation_records_a_refusal_with_its_report_and_writes_a_passing_
     other = tmp_path / "elsewhere" / "{release}"
     kept = publication.keep_evaluation(passing_spec, passing, ledger,
                                        publication.reports_folder(passing_spec, str(other), "2023"))
-    assert kept == publication.Kept(tmp_path / "elsewhere" / "fine" / "2023" / "risk_report.md", refused=False)
-    assert json.loads(kept.report.with_suffix(".json").read_text())["verdict"]["publishable"] is True
+    # a passing evaluation's report is its publication's: none in the report folder
+    assert kept == publication.Kept(None, refused=False)
+    assert not list((tmp_path / "elsewhere").rglob("risk_report.*"))
     assert ledger.latest("fine", "2023") is None  # the publication step records what it publishes
 
     # evidence that cannot be kept is said, never raised: the verdicts stand
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    kept = publication.keep_evaluation(passing_spec, passing, ledger, blocked / "2023")
+    kept = publication.keep_evaluation(refused_spec, refused, ledger, blocked / "2023")
     assert kept.report is None and kept.problem and "\n" not in kept.problem
 
 
