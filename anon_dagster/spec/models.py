@@ -13,9 +13,10 @@ import json
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
 from ..hierarchies import Hierarchy
@@ -35,6 +36,24 @@ class SourceSpec(_Model):
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
 
 Cadence = Literal["daily", "weekly", "monthly", "quarterly", "yearly"]
+
+# Who answers for a release and the labels it is found by (Dagster's rules for asset owners and tags)
+_OWNER = re.compile(r"team:[A-Za-z0-9_.-]+|[^@\s]+@[^@\s]+\.[^@\s]+")
+_TAG_KEY = re.compile(r"([A-Za-z0-9_.-]{1,63}/)?[A-Za-z0-9_.-]{1,63}")
+_TAG_VALUE = re.compile(r"[A-Za-z0-9_.-]{0,63}")
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise PydanticCustomError("spec_text", f"{value[:70]!r} is not {what}")
+        return value
+    return AfterValidator(check)
+
+
+Owner = Annotated[str, _matching(_OWNER, "an e-mail address or team:<name>")]
+TagKey = Annotated[str, _matching(_TAG_KEY, "a tag key: letters, digits, _ . - (at most 63), with an optional prefix/")]
+TagValue = Annotated[str, _matching(_TAG_VALUE, "a tag value: letters, digits, _ . - (at most 63)")]
 
 
 class PartitionsSpec(_Model):
@@ -101,6 +120,8 @@ class ReleaseSpec(_Model):
 
     release: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     description: str = ""
+    owners: list[Owner] = []  # shown on the release's assets in Dagster
+    tags: dict[TagKey, TagValue] = {}
     source: SourceSpec
     partitions: PartitionsSpec | None = None
     columns: dict[str, ColumnSpec]
@@ -201,8 +222,10 @@ class ReleaseSpec(_Model):
         return {name: build_hierarchy(self, name) for name in self.generalized_qis}
 
     def spec_hash(self) -> str:
-        """SHA-256 of the spec's content (keys sorted), plus the content of its table hierarchies."""
-        payload = self.model_dump(mode="json", exclude={"spec_path"})
+        """SHA-256 of the spec's content (keys sorted), plus the content of its table hierarchies.
+
+        ``owners`` and ``tags`` are left out: they say who answers for a release, not what it publishes."""
+        payload = self.model_dump(mode="json", exclude={"spec_path", "owners", "tags"})
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode())
         for name in sorted(self.columns):
             h = self.columns[name].hierarchy
