@@ -13,7 +13,6 @@ A measure the kernel cannot provide never passes silently: the outcome fails and
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from ..io import read_table
 from ..pseudonymize import pseudonym_pattern
 from ..risk import EquivalenceClasses, RiskMeasures, measure_risk, utility_query_error
 from ..spec import ReleaseSpec, build_hierarchy
-from .evaluation import CheckResult
+from .evaluation import CheckResult, as_float, class_size_histogram
 from .report import format_value as _fmt
 
 # Columns the pipeline carries next to the data but never publishes.
@@ -284,13 +283,6 @@ def utility_outcomes(spec: ReleaseSpec, original: pd.DataFrame, anonymized: pd.D
     return outcomes
 
 
-def class_size_histogram(measures: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Rows ``{"sizes": label, "classes": n, "rows": n}`` of the measures' class-size histogram
-    (``measure_risk(...).to_dict()["class_size_histogram"]``; empty when it was not measured)."""
-    return [{"sizes": str(r["sizes"]), "classes": int(r["classes"]), "rows": int(r["rows"])}
-            for r in measures.get("class_size_histogram") or []]
-
-
 def published_classes(spec: ReleaseSpec, anonymized: pd.DataFrame) -> EquivalenceClasses | None:
     """The equivalence classes of the published view over the spec's QIs it holds.
 
@@ -414,15 +406,6 @@ def summary_markdown(title: str, outcomes: list[Outcome], measures: Mapping[str,
         if key in measures and measures[key] is not None:
             lines.append(f"| {key} | {_fmt(measures[key])} |")
     return "\n".join(lines)
-
-
-def as_float(value: Any) -> float | None:
-    """A JSON/metadata-friendly float (None for missing or not-a-number)."""
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 __all__ = [
