@@ -1,26 +1,50 @@
 """``AnonReleaseComponent``: the dg Component that turns release specs into Dagster definitions.
 
 Registered through the ``dagster_dg_cli.registry_modules`` entry point (``dg list components``);
-used from a ``defs.yaml`` (docs/dagster.md) or from Python with :func:`load_release_definitions`.
+used from a ``defs.yaml`` (``dg scaffold defs anon_dagster.dagster.components.AnonReleaseComponent
+NAME`` writes one, with a starter spec: :mod:`.scaffold`; docs/dagster.md) or from Python with
+:func:`load_release_definitions`.
+
+A broken spec never hides the others: every valid spec of the folder is loaded, and each file
+that does not validate becomes its own group ``<name>/spec`` whose failing blocking check
+``spec_valid`` lists every problem of the file (:mod:`.broken_specs`), with one warning per file
+when the definitions load. ``anon-dagster validate`` stays strict.
 """
 
 import os
 from pathlib import Path
 
-from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
+from dagster import (
+    Component,
+    ComponentLoadContext,
+    Definitions,
+    Model,
+    Resolvable,
+    get_dagster_logger,
+    scaffold_with,
+)
 
+from ..errors import Problem, SpecError, UserError
 from ..release.run_storage import private_dagster_home
-from ..spec import load_spec, load_specs
+from ..spec.loading import SpecFile, load_spec_files
 from .assets import ReleaseDefinitions, build_release
+from .broken_specs import build_broken_spec, group_names, warning_line
 from .io_manager import AnonParquetIOManager
 from .resources import LedgerResource, keystore_from_env
+from .scaffold import AnonReleaseScaffolder
 from .translator import ReleaseTranslator
 
 CONFIG_ENV = "ANON_DAGSTER_CONFIG"
 
+log = get_dagster_logger("anon_dagster")
 
+
+@scaffold_with(AnonReleaseScaffolder)
 class AnonReleaseComponent(Component, Resolvable, Model):
     """Privacy-gated releases from release specs: one asset group per spec, shared resources.
+
+    A spec that does not validate becomes its own group ``<name>/spec`` with a failing blocking
+    check ``spec_valid`` listing every problem of the file; the other specs load as usual.
 
     Attributes:
         config_dir: folder of release specs (``*.yaml``); default ``$ANON_DAGSTER_CONFIG``, else
@@ -48,32 +72,60 @@ class AnonReleaseComponent(Component, Resolvable, Model):
             return [_anchor(s, base) for s in self.specs]
         return _anchor(self.config_dir or os.environ.get(CONFIG_ENV) or "assets_config", base)
 
+    def spec_files(self, base: Path) -> list[SpecFile]:
+        """Every spec file, each loaded on its own (a broken one with every problem of the file).
+
+        A folder that does not exist is one line naming it (a :class:`~anon_dagster.errors.SpecError`).
+        """
+        where = self.spec_paths(base)
+        if isinstance(where, Path) and not where.is_dir():
+            key = CONFIG_ENV if not self.config_dir and os.environ.get(CONFIG_ENV) else "config_dir"
+            raise SpecError([Problem(str(where), key, "no such folder of release specs")])
+        return load_spec_files(where)
+
     def get_translator(self) -> ReleaseTranslator:
         """The translator of every release; override in a subclass to change conventions."""
         return ReleaseTranslator()
 
     def releases(self, base: Path, translator: ReleaseTranslator | None = None) -> list[ReleaseDefinitions]:
-        """Every spec loaded (a folder's problems all reported at once) and built into a release."""
-        where = self.spec_paths(base)
-        specs = [load_spec(p) for p in where] if isinstance(where, list) else load_specs(where)
-        t = translator or self.get_translator()
-        return [build_release(s, reports_dir=self.reports_dir, automate=self.automate, translator=t) for s in specs]
+        """Every valid spec built into a release (broken specs are left out: see :meth:`build_definitions`)."""
+        return self._build(self.spec_files(base), translator or self.get_translator())[0]
+
+    def _build(self, files: list[SpecFile], t: ReleaseTranslator) -> tuple[list[ReleaseDefinitions], list[SpecFile]]:
+        releases, broken = [], []
+        for f in files:
+            if f.spec is None:
+                broken.append(f)
+                continue
+            try:
+                releases.append(build_release(f.spec, reports_dir=self.reports_dir, automate=self.automate, translator=t))
+            except UserError as exc:  # a spec that validates but cannot be built is shown as broken too
+                error = exc if isinstance(exc, SpecError) else SpecError([Problem(str(f.path), "", str(exc))])
+                broken.append(SpecFile(f.path, error=error, release=f.release))
+        return releases, broken
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         return self.build_definitions(Path(context.path))
 
     def build_definitions(self, base: Path | None = None, translator: ReleaseTranslator | None = None) -> Definitions:
-        """The Definitions of every release, with the key store, IO manager and ledger they share.
+        """The Definitions of every release, with the key store, IO manager and ledger they share,
+        and a group ``<name>/spec`` with a failing ``spec_valid`` check for each broken spec.
 
         ``$DAGSTER_HOME``, where Dagster keeps the run storage and the event log of these
         releases, is made owner-only first (:func:`~anon_dagster.release.run_storage.private_dagster_home`).
         """
         private_dagster_home()
-        releases = self.releases(base or Path.cwd(), translator)
+        t = translator or self.get_translator()
+        releases, broken = self._build(self.spec_files(base or Path.cwd()), t)
+        taken = {t.group_name(r.spec) for r in releases} | {r.spec.release for r in releases}
+        placeholders = []
+        for f, name in zip(broken, group_names(broken, taken), strict=True):
+            log.warning(warning_line(f))
+            placeholders.append(build_broken_spec(f, name))
         keystore = keystore_from_env()
         return Definitions(
-            assets=[a for r in releases for a in r.assets],
-            asset_checks=[c for r in releases for c in r.checks],
+            assets=[a for r in releases for a in r.assets] + [p[0] for p in placeholders],
+            asset_checks=[c for r in releases for c in r.checks] + [p[1] for p in placeholders],
             jobs=[r.job for r in releases],
             schedules=[r.schedule for r in releases if r.schedule is not None],
             resources={
