@@ -1,13 +1,11 @@
-"""Dagster entry point: ``dagster dev -f definitions.py``.
+"""Dagster entry point of the demo: ``dagster dev -f definitions.py`` (or ``dg dev``).
 
-Every release spec in ``$ANON_DAGSTER_CONFIG`` (default: ``assets_config/`` beside this file)
-becomes a privacy-gated asset group. A broken spec fails loading with its file, key and reason.
+Loads the project's dg defs folder (``anon_dagster/demo/defs``): every release spec in
+``$ANON_DAGSTER_CONFIG`` (default: ``assets_config/`` beside this file) becomes a privacy-gated
+asset group. A broken spec is shown as its own group with a failing ``spec_valid`` check listing
+every problem (file, key, reason); the other releases load as usual.
 """
 
-import os
-from pathlib import Path
+from anon_dagster.demo.definitions import demo_definitions
 
-from anon_dagster.dagster import load_release_definitions
-from anon_dagster.dagster.components import CONFIG_ENV
-
-defs = load_release_definitions(os.environ.get(CONFIG_ENV) or Path(__file__).parent / "assets_config")
+defs = demo_definitions()
