@@ -13,8 +13,14 @@ Any anonymization method reaches k per person by removing those persons, all the
   (``floor(max_suppression x rows in)``); when they do not fit, nothing is removed and the
   record says what it would take (the checks then refuse the release per person).
 
-The optimal search does not yet aim at the person-level criterion itself: it reaches row-level
-k, and persons are suppressed on its result.
+Global recoding with row suppression aims at the person-level criterion in its search: the
+optimal node is chosen among those where the persons below k and the classes missing a
+criterion fit in the budget together, and both are removed
+(:mod:`anon_dagster.anonymize.lattice`), so this pass then finds nobody to remove. It stays the
+mechanism of the other methods (Mondrian, microaggregation), of cell suppression, and of a
+global recoding for which no node reaches k per person within the budget (the row-level optimum
+is then published and this pass says what it would take). Here the persons are judged on the
+published table, after the anonymizer's own suppression.
 """
 
 from __future__ import annotations
