@@ -24,7 +24,12 @@ from anon_dagster.anonymize.coding import code_qi
 from anon_dagster.anonymize.criteria import Policy
 from anon_dagster.anonymize.lattice import Lattice
 from anon_dagster.anonymize.persons import persons_below_k
-from anon_dagster.hierarchies import IntervalHierarchy, MaskHierarchy, SuppressionHierarchy, generalization_loss
+from anon_dagster.hierarchies import (
+    IntervalHierarchy,
+    MaskHierarchy,
+    SuppressionHierarchy,
+    generalization_loss,
+)
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import gate, pipeline
 from anon_dagster.risk import EquivalenceClasses
