@@ -1,7 +1,7 @@
 """``AnonReleaseComponent``: the dg Component that turns release specs into Dagster definitions.
 
 Registered through the ``dagster_dg_cli.registry_modules`` entry point (``dg list components``);
-used from a ``defs.yaml`` (``dg scaffold defs anon_dagster.dagster.components.AnonReleaseComponent
+used from a ``defs.yaml`` (``dg scaffold defs anon_dagster.AnonReleaseComponent
 NAME`` writes one, with a starter spec: :mod:`.scaffold`; docs/dagster.md) or from Python with
 :func:`load_release_definitions`.
 

@@ -1,4 +1,4 @@
-"""``dg scaffold defs anon_dagster.dagster.components.AnonReleaseComponent NAME``: a working start.
+"""``dg scaffold defs anon_dagster.AnonReleaseComponent NAME``: a working start.
 
 The scaffolder writes, in the new ``defs/NAME/`` folder:
 

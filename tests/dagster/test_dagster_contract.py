@@ -104,7 +104,10 @@ def events(result, kind: str) -> list:
 
 
 def materialized(result) -> set[str]:
-    return {e.asset_key.to_user_string() for e in events(result, "ASSET_MATERIALIZATION")}
+    """The assets a run materialized; a refused publication (``outcome: refused``) is left out."""
+    return {e.asset_key.to_user_string() for e in events(result, "ASSET_MATERIALIZATION")
+            if "outcome" not in e.event_specific_data.materialization.metadata
+            or e.event_specific_data.materialization.metadata["outcome"].value != "refused"}
 
 
 def test_groups_asset_keys_and_check_names_follow_the_contract(config):
@@ -123,7 +126,9 @@ def test_groups_asset_keys_and_check_names_follow_the_contract(config):
     assert len(names) == 4 and "data_contract" in names
     assert any("k_anonymity" in n for n in names)
     assert {n for a, n in checks if a == "blocked_survey/anonymized"} >= {"data_contract"}
-    assert all(a.endswith("/anonymized") for a, _ in checks)
+    # besides, the published asset's outcome and the age of the latest publication
+    assert {(a, n) for a, n in checks if not a.endswith("/anonymized")} == {
+        (f"{r}/published", n) for r in ("panel_survey", "blocked_survey") for n in ("publication", "freshness")}
     job = defs.resolve_job_def("panel_survey_release")
     assert job.partitions_def.get_partition_keys() == ["2025-01", "2025-02"]
 
@@ -136,7 +141,7 @@ def test_monthly_partition_publishes_what_meets_the_policy(config):
     result = job.execute_in_process(partition_key="2025-02", instance=instance, raise_on_error=False)
     failures = [e.message for e in events(result, "STEP_FAILURE")]
     assert result.success, failures
-    evaluations = events(result, "ASSET_CHECK_EVALUATION")
+    evaluations = [e for e in events(result, "ASSET_CHECK_EVALUATION") if e.asset_key.path[-1] == "anonymized"]
     assert len(evaluations) == 4
     assert all(e.event_specific_data.passed for e in evaluations)
     assert {f"panel_survey/{s}" for s in STEPS} <= materialized(result)
@@ -194,11 +199,12 @@ def test_dagster_definitions_validate_on_our_folder(config, tmp_path):
     proc = subprocess.run([str(dagster), "definitions", "validate", "-f", "definitions.py"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    # a broken spec fails loading, naming the file and the key
+    # a broken spec does not keep the others from loading: it is named, with its key, in a warning
+    # (and shown in the UI as a failing spec_valid check; `anon-dagster validate` stays strict)
     (config / "cfg" / "broken.yaml").write_text(SURVEY.replace("release: panel_survey", "release: other")
                                                 .replace("cadence: monthly", "cadence: fortnightly"))
     proc = subprocess.run([str(dagster), "definitions", "validate", "-f", "definitions.py"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
     output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-2000:]
     assert "broken.yaml" in output and "partitions.cadence" in output

@@ -21,7 +21,7 @@ from anon_dagster.spec import load_spec
 
 BIN = Path(sys.executable).parent
 DG = BIN / "dg"
-COMPONENT = "anon_dagster.dagster.components.AnonReleaseComponent"
+COMPONENT = "anon_dagster.AnonReleaseComponent"
 STEPS = ("raw", "pseudonymized", "anonymized", "published")
 
 pytestmark = pytest.mark.skipif(not DG.exists(), reason="dg is not installed (dagster-dg-cli, a dev dependency)")
