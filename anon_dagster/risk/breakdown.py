@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .classes import EquivalenceClasses, FactorizeCache, _factorize
+from .classes import EquivalenceClasses
+from .coding import FactorizeCache, factorize_values
 
 # Class-size bins of the histogram: (label, smallest size, largest size or None)
 HISTOGRAM_BINS = (
@@ -46,7 +47,7 @@ def subgroup_breakdown(ec: EquivalenceClasses, groups: pd.Series | np.ndarray | 
         groups = pd.Series(np.asarray(groups, dtype=object))
     if len(groups) != ec.n_rows:
         raise DataError(f"breakdown: {len(groups)} group values for {ec.n_rows} rows")
-    codes, uniques = _factorize(groups, cache)
+    codes, uniques = factorize_values(groups, cache)
     labels = [*list(uniques), None]
     codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)
     n_groups = len(labels)

@@ -8,339 +8,33 @@ Missing values (NaN, None, NA, NaT) in a QI form a value of their own: rows miss
 share a class, and a missing value never merges with a real one (dropping such rows, as some
 tools do, overstates k).
 
-Computation: every QI column is factorized into dense integer codes (the codes of a pandas
-categorical or of an Arrow dictionary column are used as they are), the codes are combined
-into one int64 key by mixed-radix arithmetic (``key = key * cardinality + code``; the key is
-re-factorized to dense codes before the product of cardinalities would overflow), and classes
-are counted with ``np.bincount`` (or by sorting the keys when the key space is much larger
-than the table). Nothing loops over rows or classes in Python. Only positions are used, never
-index labels, so any index (shuffled, duplicated, non-integer) gives the same classes.
+Computation: every QI column is coded into dense integers (:mod:`anon_dagster.risk.coding`),
+the codes are folded into one key per row and the keys counted (:mod:`anon_dagster.risk.kernel`).
+Only positions are used, never index labels, so any index (shuffled, duplicated, non-integer)
+gives the same classes. Each build is counted (:mod:`anon_dagster.risk.builds`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from ..errors import DataError
+from .builds import ClassBuildCount, class_builds, count_build, counting_class_builds
+from .coding import FactorizeCache, factorize_column, factorize_values
+from .kernel import (
+    class_id_dtype,
+    combine_codes,
+    combine_columns,
+    count_cells,
+    fold_columns,
+    group_keys,
+)
 
-_INT64_MAX = np.iinfo(np.int64).max
-
-# Above this many possible keys per row the key space is counted by sorting instead of bincount,
-# so memory stays proportional to the table, not to the product of cardinalities.
-_DENSE_KEYS_PER_ROW = 2
-
-
-# How many EquivalenceClasses this process has built (see class_builds); a lock because
-# Dagster may run several measurements in threads of one process.
-_builds = 0
-_builds_lock = threading.Lock()
-
-
-def class_builds() -> int:
-    """The number of :class:`EquivalenceClasses` built in this process so far."""
-    return _builds
-
-
-def _count_build() -> None:
-    global _builds
-    with _builds_lock:
-        _builds += 1
-
-
-class ClassBuildCount:
-    """The class builds of one :func:`counting_class_builds` block.
-
-    ``count`` is the number of :class:`EquivalenceClasses` built since the block began; once the
-    block has ended it stays at the number built inside it.
-    """
-
-    def __init__(self) -> None:
-        self._start = class_builds()
-        self._end: int | None = None
-
-    @property
-    def count(self) -> int:
-        return (self._end if self._end is not None else class_builds()) - self._start
-
-    def __repr__(self) -> str:
-        return f"ClassBuildCount(count={self.count})"
-
-
-@contextmanager
-def counting_class_builds() -> Iterator[ClassBuildCount]:
-    """Count the :class:`EquivalenceClasses` built inside a ``with`` block.
-
-    The counter is process-wide: builds by other threads during the block are counted too.
-    """
-    counter = ClassBuildCount()
-    try:
-        yield counter
-    finally:
-        counter._end = class_builds()
-
-
-class FactorizeCache:
-    """``pd.factorize`` of columns, memoized by the data they hold, for one measurement.
-
-    ``measure_risk`` codes the same column several times: as a QI, in the population join,
-    against a hierarchy, in a utility query, as a subgroup; and the table is often its own
-    "original" or population. Entries are keyed by the identity of the column's data (the
-    numpy buffer, or the Arrow buffers), not by the Series object, so ``df[q]``,
-    ``df[qis][q]`` and ``original[q]`` of the same frame share one factorization. The cached
-    Series is held, so its buffers stay alive and a key cannot be reused by other data.
-
-    Only columns whose name is in ``keep`` are stored (a column coded once would only cost
-    memory: ``n`` int64 codes); other columns are factorized as usual. Returned codes are
-    read-only: callers copy before changing them.
-    """
-
-    def __init__(self, keep: Iterable[object] = ()):
-        self.keep = set(keep)
-        self._entries: dict[tuple, tuple[pd.Series, np.ndarray, pd.Index]] = {}
-        self.hits = 0
-
-    @staticmethod
-    def _key(series: pd.Series) -> tuple | None:
-        array = series.array
-        dtype = series.dtype
-        if isinstance(dtype, np.dtype):
-            data = series.to_numpy(copy=False)
-            if not isinstance(data, np.ndarray) or data.dtype != dtype:
-                return None
-            return ("numpy", data.__array_interface__["data"][0], data.strides, len(data), dtype.str)
-        if isinstance(array, pd.arrays.ArrowExtensionArray):
-            arrow = array.__arrow_array__()  # the array's own Arrow data, no conversion
-            chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
-            buffers = tuple(
-                (chunk.offset, len(chunk), tuple(b.address if b is not None else 0 for b in chunk.buffers()))
-                for chunk in chunks
-            )
-            return ("arrow", str(dtype), str(arrow.type), buffers)
-        return None
-
-    def factorize(self, series: pd.Series) -> tuple[np.ndarray, pd.Index]:
-        """``pd.factorize(series, use_na_sentinel=True)``: codes (-1 for missing) and uniques."""
-        store = series.name in self.keep
-        key = self._key(series) if store or self._entries else None
-        if key is not None:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self.hits += 1
-                return hit[1], hit[2]
-        codes, uniques = pd.factorize(series, use_na_sentinel=True, sort=False)
-        if key is not None and store:
-            codes.flags.writeable = False
-            self._entries[key] = (series, codes, uniques)
-        return codes, uniques
-
-
-def _factorize(series: pd.Series, cache: FactorizeCache | None) -> tuple[np.ndarray, pd.Index]:
-    if cache is None:
-        return pd.factorize(series, use_na_sentinel=True, sort=False)
-    return cache.factorize(series)
-
-
-def factorize_column(series: pd.Series, cache: FactorizeCache | None = None) -> tuple[np.ndarray, int]:
-    """Dense codes of one column and its cardinality; missing values get a code of their own.
-
-    Returns ``(codes, cardinality)`` with ``codes`` an integer array (0 <= code < cardinality,
-    positional). Categorical columns use their category codes and Arrow dictionary columns their
-    dictionary indices without re-hashing the values (unused categories leave gaps, which the
-    class counting removes). Missing values get code ``cardinality - 1``.
-    """
-    dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        codes = series.cat.codes.to_numpy()
-        n = len(dtype.categories)
-        return _missing_last(codes, n)
-    if isinstance(dtype, pd.ArrowDtype) and pa.types.is_dictionary(dtype.pyarrow_dtype):
-        return _factorize_arrow_dictionary(series)
-    codes, uniques = _factorize(series, cache)
-    return _missing_last(codes, len(uniques))
-
-
-def _missing_last(codes: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-    """Replace the missing sentinel -1 by ``n`` (a value of its own)."""
-    if len(codes) and codes.min() < 0:
-        codes = codes.astype(np.int64, copy=True)
-        codes[codes < 0] = n
-        return codes, n + 1
-    return codes, max(n, 1)
-
-
-def _factorize_arrow_dictionary(series: pd.Series) -> tuple[np.ndarray, int]:
-    chunked = series.array.__arrow_array__()
-    if isinstance(chunked, pa.Array):
-        chunked = pa.chunked_array([chunked])
-    chunked = chunked.unify_dictionaries()
-    if chunked.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), 1
-    dictionary = chunked.chunk(0).dictionary
-    # A dictionary may itself hold nulls or repeated values: map its entries to dense codes so
-    # equal values (and every null) share one code.
-    dict_codes, uniques = pd.factorize(
-        pd.Series(dictionary.to_pandas(types_mapper=None)), use_na_sentinel=True
-    )
-    n = len(uniques)
-    remap = np.where(dict_codes < 0, n, dict_codes).astype(np.int64)
-    null_code = len(dictionary)
-    remap = np.append(remap, n)  # index null_code: a null index is a missing value too
-    indices = np.concatenate(
-        [
-            chunk.indices.fill_null(null_code).to_numpy(zero_copy_only=False).astype(np.int64)
-            for chunk in chunked.chunks
-        ]
-    )
-    codes = remap[indices]
-    if len(codes) and codes.max() == n:
-        return codes, n + 1
-    return codes, max(n, 1)
-
-
-def class_id_dtype(n_rows: int) -> np.dtype:
-    """The integer type of class ids for ``n_rows`` rows: int32 when it can number them all.
-
-    There are at most as many classes as rows; int32 halves the per-row ``row_class`` array,
-    which is most of the memory a measurement keeps on a table of a few bytes per row.
-    """
-    return np.dtype(np.int32) if n_rows < np.iinfo(np.int32).max else np.dtype(np.int64)
-
-
-def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dense class ids of ``key`` (values in [0, space)) and the size of each class.
-
-    Ids are of :func:`class_id_dtype` and follow the order of the keys.
-    """
-    n = len(key)
-    ids = class_id_dtype(n)
-    if space <= max(_DENSE_KEYS_PER_ROW * n, 1 << 16):
-        counts = np.bincount(key, minlength=space)
-        present = counts > 0
-        class_of_key = np.cumsum(present, dtype=ids)
-        class_of_key -= 1
-        return class_of_key[key], counts[present].astype(np.int64)
-    # A sort, not a hash table: a hash of n int64 keys takes some 3-4 times the key's memory,
-    # a sort (permutation + sorted keys) twice; class ids follow the key order, as above.
-    order = np.argsort(key)
-    ordered = key[order]
-    starts = np.empty(n, dtype=bool)
-    starts[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-    del ordered
-    class_sorted = np.cumsum(starts, dtype=ids)
-    class_sorted -= 1
-    row_class = np.empty(n, dtype=ids)
-    row_class[order] = class_sorted
-    del order, class_sorted
-    # a class's size: the distance from its first sorted row to the next class's
-    sizes = np.diff(np.append(np.flatnonzero(starts), n)).astype(np.int64)
-    return row_class, sizes
-
-
-def fold_columns(columns: Iterable[tuple[np.ndarray, int]]) -> tuple[np.ndarray | None, int]:
-    """One int64 key per row from ``(codes, cardinality)`` per column, and its key space.
-
-    ``key = key * cardinality + code``, column after column; before the product of
-    cardinalities would overflow int64 the key is re-densified (:func:`_dense`: class ids in
-    key order), so any number of columns folds. ``columns`` may be a generator: each column is
-    folded in and released before the next one is coded. ``(None, 1)`` for no column.
-    """
-    key: np.ndarray | None = None
-    space = 1
-    for col, card in columns:
-        card = int(max(card, 1))
-        if key is None:
-            key = np.asarray(col).astype(np.int64, copy=True)
-            space = card
-            del col  # release this column's codes before the next one is coded
-            continue
-        if space > _INT64_MAX // card:
-            key, sizes = _dense(key, space)
-            key = key.astype(np.int64, copy=False)  # dense ids may be int32: widen to fold on
-            space = len(sizes)
-        if card > 1:
-            key *= card
-            key += col
-        space *= card
-        del col
-    return key, space
-
-
-def group_keys(key: np.ndarray, space: int, weights: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group equal keys (values in [0, space)): the distinct keys in ascending order, each
-    input's group (int64) and each group's count, or summed ``weights``.
-
-    The classes' own kernel (:func:`_dense`: a bincount over a small key space, a sort
-    otherwise); integer weights give integer sums.
-    """
-    ids, counts = _dense(key, space)
-    uniq = np.empty(len(counts), dtype=np.int64)
-    uniq[ids] = key
-    ids = ids.astype(np.int64, copy=False)
-    if weights is None:
-        return uniq, ids, counts
-    sums = np.bincount(ids, weights=weights, minlength=len(counts))
-    if np.asarray(weights).dtype.kind in "iub":
-        sums = np.rint(sums).astype(np.int64)
-    return uniq, ids, sums
-
-
-def combine_columns(columns: Iterable[tuple[np.ndarray, int]], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row class ids and class sizes from ``(codes, cardinality)`` per column.
-
-    The codes are folded into one int64 key (:func:`fold_columns`) and counted at the end.
-    ``columns`` may be a generator: at most one column's codes are alive besides the key.
-    """
-    key, space = fold_columns(columns)
-    if key is None:
-        return (np.zeros(n_rows, dtype=class_id_dtype(n_rows)),
-                np.array([n_rows] if n_rows else [], dtype=np.int64))
-    return _dense(key, space)
-
-
-def combine_codes(codes: Sequence[np.ndarray], cardinalities: Sequence[int], n_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row class ids and class sizes from per-column codes (see :func:`combine_columns`)."""
-    if len(codes) != len(cardinalities):
-        raise ValueError("codes and cardinalities must have the same length")
-    return combine_columns(zip(codes, cardinalities, strict=True), n_rows)
-
-
-def count_cells(row_class: np.ndarray, codes: np.ndarray, n_classes: int, n_values: int,
-                rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The non-zero cells of the class × value count matrix over the rows selected.
-
-    ``row_class[i]`` (in [0, n_classes)) and ``codes[i]`` (in [0, n_values)) are row ``i``'s
-    class and value; ``rows`` (a boolean mask) selects the rows counted, all by default.
-    Returns int64 ``(class_id, value_code, count)``, one entry per (class, value) pair present,
-    in no particular order. Pairs are counted by bincount when the ``n_classes × n_values``
-    space is small next to the rows, else by hashing, so memory stays proportional to the rows.
-    """
-    # the selected rows are copied here, not by the caller, so each copy is freed as soon as
-    # it is folded into the key
-    rc = row_class if rows is None else row_class[rows]
-    if len(rc) == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    key = rc.astype(np.int64)  # class ids may be int32: widen before the product
-    del rc
-    key *= n_values
-    key += (codes if rows is None else codes[rows]).astype(np.int64, copy=False)
-    space = n_classes * n_values
-    if space <= max(_DENSE_KEYS_PER_ROW * len(key), 1 << 16):
-        flat = np.bincount(key, minlength=space)
-        cells = np.flatnonzero(flat)
-        counts = flat[cells]
-    else:
-        ids, cells = pd.factorize(key, sort=False)
-        counts = np.bincount(ids)
-    return cells // n_values, cells % n_values, counts.astype(np.int64, copy=False)
+# the name the risk modules used for factorize_values before coding had a module of its own
+_factorize = factorize_values
 
 
 class EquivalenceClasses:
@@ -368,7 +62,7 @@ class EquivalenceClasses:
         self._frame = frame
         self._codes = codes
         self._first: np.ndarray | None = None
-        _count_build()
+        count_build()
 
     # ----- construction ---------------------------------------------------------------------
     @classmethod
@@ -486,3 +180,10 @@ class EquivalenceClasses:
 
     def __repr__(self) -> str:
         return f"EquivalenceClasses(qis={self.qis}, n_rows={self.n_rows}, n_classes={self.n_classes})"
+
+
+__all__ = [
+    "ClassBuildCount", "EquivalenceClasses", "FactorizeCache", "class_builds", "class_id_dtype",
+    "combine_codes", "combine_columns", "count_cells", "counting_class_builds", "factorize_column",
+    "factorize_values", "fold_columns", "group_keys",
+]

@@ -21,8 +21,9 @@ from ..errors import DataError
 from ..hierarchies import Hierarchy
 from ..io import read_table
 from .breakdown import HISTOGRAM_BINS, class_size_histogram
-from .classes import EquivalenceClasses, FactorizeCache
+from .classes import EquivalenceClasses
 from .closeness import t_closeness, total_variation
+from .coding import FactorizeCache
 from .reidentification import (
     check_sampling_fraction,
     journalist_figures,

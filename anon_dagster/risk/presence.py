@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from anon_dagster.errors import DataError
-from anon_dagster.risk.classes import EquivalenceClasses, FactorizeCache
+from anon_dagster.risk.classes import EquivalenceClasses
+from anon_dagster.risk.coding import FactorizeCache
 from anon_dagster.risk.reidentification import describe_class, join_population, population_weights
 
 # --------------------------------------------------------------------------------------------

@@ -30,7 +30,9 @@ import pyarrow.compute as pc
 
 from ..errors import DataError
 from ..hierarchies import _as_label
-from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
+from .classes import EquivalenceClasses
+from .coding import FactorizeCache, factorize_values
+from .kernel import combine_codes
 
 
 def check_sampling_fraction(sampling_fraction: Any) -> float:
@@ -200,7 +202,7 @@ def _value_codes(series: pd.Series, cache: FactorizeCache | None) -> tuple[np.nd
     """
     if isinstance(series.dtype, pd.CategoricalDtype):
         return series.cat.codes.to_numpy(), pd.Index(series.dtype.categories)
-    return _factorize(_plain(series), cache)
+    return factorize_values(_plain(series), cache)
 
 
 def _plain(series: pd.Series) -> pd.Series:

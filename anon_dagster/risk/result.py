@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .breakdown import subgroup_breakdown
-from .classes import EquivalenceClasses, FactorizeCache
+from .classes import EquivalenceClasses
+from .coding import FactorizeCache
 
 CONTRACT_KEYS = (
     "rows", "classes", "k", "uniques_fraction", "prosecutor_max", "prosecutor_avg",

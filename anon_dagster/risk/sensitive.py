@@ -40,7 +40,8 @@ import pandas as pd
 
 from ..errors import DataError
 from ..hierarchies import Hierarchy, _as_label
-from .classes import EquivalenceClasses, class_id_dtype, count_cells
+from .classes import EquivalenceClasses
+from .kernel import class_id_dtype, count_cells
 
 KINDS = ("nominal", "ordinal", "numeric")
 

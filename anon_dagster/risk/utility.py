@@ -36,7 +36,9 @@ import pandas as pd
 
 from ..errors import DataError, HierarchyError
 from ..hierarchies import MISSING_LABEL, Hierarchy, _as_label
-from .classes import EquivalenceClasses, FactorizeCache, _factorize, combine_codes
+from .classes import EquivalenceClasses
+from .coding import FactorizeCache, factorize_values
+from .kernel import combine_codes
 
 
 def discernibility(sizes: np.ndarray, suppressed: int = 0) -> float:
@@ -103,7 +105,7 @@ def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
         h = hierarchies[col]
         if col not in original.columns:
             raise DataError(f"column {col!r} is in the published table but not in the original")
-        o_codes, o_uniques = _factorize(original[col], cache)
+        o_codes, o_uniques = factorize_values(original[col], cache)
         domain = np.asarray(o_uniques, dtype=object)
         if len(o_codes) and o_codes.min() < 0:  # missing values are a value of the domain
             domain = np.append(domain, np.array([None], dtype=object))
@@ -120,7 +122,7 @@ def generalization_utility(published: pd.DataFrame, original: pd.DataFrame,
                     continue
                 loss_of_label[label] = float(losses[idx])
                 label_level[label] = j / height if height else 1.0
-        codes, uniq = _factorize(published[col], cache)
+        codes, uniq = factorize_values(published[col], cache)
         names = [_as_label(v) for v in uniq] + [MISSING_LABEL]
         unknown = [s for s in names[:-1] if s not in loss_of_label]
         if unknown:
@@ -271,7 +273,7 @@ def joint_label_codes(first: pd.Series, second: pd.Series,
     sides = []
     offset = 0
     for series in (first, second):
-        codes, uniq = _factorize(series, cache)
+        codes, uniq = factorize_values(series, cache)
         n_u = len(uniq)
         codes = np.where(codes < 0, n_u, codes) if len(codes) and codes.min() < 0 else codes
         # first row of each code: codes count up in order of appearance, except the missing one
