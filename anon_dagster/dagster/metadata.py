@@ -3,37 +3,159 @@
 Only conversion: which evidence a check shows is decided by the core
 (:meth:`~anon_dagster.release.evaluation.CheckResult.evidence`), and every figure comes from the
 :class:`~anon_dagster.release.evaluation.Evaluation` the core computed. No metadata shows the
-values of a class: small classes are described by their sizes and by each QI's contribution.
+QI values of a class: classes are described by their sizes, their sensitive distributions and
+each QI's contribution. The conversion:
+
+- prose the core wrote (a check's summary, the unreachable-policy note) is Markdown that shows
+  the text as written (:func:`~anon_dagster.release.report.markdown.md_text`: markup escaped,
+  line breaks kept), so ``k1*k2/N`` never turns italic;
+- figures are rounded to :data:`DIGITS` significant digits, as the report writes them
+  (integers stay exact). The ``check`` entry, the contract form that ``anon-dagster check
+  --json`` prints, keeps the full precision;
+- an evidence table's note (what it leaves out) is the text entry ``<name>_note``;
+- the metadata of one materialization or check evaluation stays below :data:`MAX_METADATA_BYTES`
+  as Dagster stores it (:func:`fit`): the largest tables are cut further, each with its note, and
+  a JSON value that still does not fit is replaced by a line saying where the whole is (the
+  ``report`` or ``transformation_record_file`` path, when given).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
+from dagster import (
+    JsonMetadataValue,
+    MarkdownMetadataValue,
+    MetadataValue,
+    TableColumn,
+    TableMetadataValue,
+    TableRecord,
+    TableSchema,
+    TextMetadataValue,
+    serialize_value,
+)
 
 from ..release import gate
 from ..release.evaluation import CheckResult, Evaluation, EvidenceTable
+from ..release.report.markdown import md_text
+
+# significant digits of a figure shown (the report's format_value)
+DIGITS = 4
+# the most a materialization or check evaluation writes to the event log, as serialized there
+MAX_METADATA_BYTES = 50_000
+# entries never cut to fit: the verdict, its figures and the contract form
+KEPT_WHOLE = ("summary", "measured", "threshold", "spec_key", "check", "report", "transformation_record_file")
+
+
+def figure(value: Any) -> Any:
+    """A figure as shown: a float to :data:`DIGITS` significant digits (``0.9794362523823854`` →
+    ``0.9794``), anything else as it is (integers exact, and so a float holding one)."""
+    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        return float(f"{value:.{DIGITS}g}")
+    return value
+
+
+def rounded(value: Any) -> Any:
+    """``value`` with every float inside it (dicts, lists) rounded by :func:`figure`."""
+    if isinstance(value, Mapping):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return figure(value)
+
+
+def md_value(text: Any) -> MarkdownMetadataValue:
+    """Prose the core wrote as Markdown that shows it as written (see the module docstring)."""
+    return MetadataValue.md(md_text(text))
+
+
+def _table(value: EvidenceTable) -> TableMetadataValue:
+    schema = TableSchema(columns=[TableColumn(name, kind) for name, kind in value.columns])
+    return MetadataValue.table(records=[TableRecord({k: figure(v) for k, v in row.items()}) for row in value.rows],
+                               schema=schema)
 
 
 def metadata_value(value: Any) -> Any:
     """One plain value as metadata: an :class:`EvidenceTable` a table, a path a path, a dict or a
-    list JSON; text, numbers, booleans and None as they are (Dagster types them)."""
+    list JSON, a float a float; figures rounded (:func:`figure`); text, integers, booleans and
+    None as they are (Dagster types them)."""
     if isinstance(value, EvidenceTable):
-        schema = TableSchema(columns=[TableColumn(name, kind) for name, kind in value.columns])
-        return MetadataValue.table(records=[TableRecord(row) for row in value.rows], schema=schema)
+        return _table(value)
     if isinstance(value, Path):
         return MetadataValue.path(str(value))
     if isinstance(value, Mapping | list):
-        return MetadataValue.json(value)
+        return MetadataValue.json(rounded(value))
+    if isinstance(value, float):
+        return MetadataValue.float(figure(value))
     return value
 
 
-def as_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Named plain values as metadata (:func:`metadata_value` each)."""
-    return {name: metadata_value(value) for name, value in values.items()}
+def _size(value: Any) -> int:
+    try:
+        return len(serialize_value(value))
+    except Exception:  # noqa: BLE001 - a plain value Dagster types when it stores it
+        return len(json.dumps(value, default=str))
+
+
+def metadata_bytes(metadata: Mapping[str, Any]) -> int:
+    """The size of ``metadata`` as Dagster serializes it into the event log (each entry)."""
+    return sum(_size(v) + len(k) for k, v in metadata.items())
+
+
+_CUT = "cut to its first "
+
+
+def _cut(name: str, value: Any, out: dict[str, Any], where: str) -> bool:
+    """Make entry ``name`` of ``out`` smaller; False when it cannot be."""
+    if isinstance(value, TableMetadataValue) and len(value.records) > 1:
+        keep = len(value.records) // 2
+        out[name] = MetadataValue.table(records=value.records[:keep], schema=value.schema)
+        before = out.get(f"{name}_note")
+        note = before.value.split(_CUT)[0].removesuffix("; ") if isinstance(before, TextMetadataValue) else ""
+        out[f"{name}_note"] = MetadataValue.text((f"{note}; " if note else "") + f"{_CUT}{keep} rows to fit the event log{where}")
+        return True
+    if isinstance(value, JsonMetadataValue | MarkdownMetadataValue | TextMetadataValue):
+        text = value.value if isinstance(value, MarkdownMetadataValue | TextMetadataValue) else None
+        if text is not None and len(text) > 2000:
+            make = MetadataValue.md if isinstance(value, MarkdownMetadataValue) else MetadataValue.text
+            out[name] = make(text[:1000] + f" … (cut to fit the event log{where})")
+            return True
+        if isinstance(value, JsonMetadataValue):
+            out[name] = MetadataValue.text(f"{_size(value):,} bytes, too large for the event log{where}")
+            return True
+    return False
+
+
+def fit(metadata: dict[str, Any], limit: int = MAX_METADATA_BYTES, whole: Path | str | None = None) -> dict[str, Any]:
+    """``metadata`` cut to at most ``limit`` bytes as serialized (see the module docstring):
+    the largest entry not in :data:`KEPT_WHOLE` is cut first, until it fits. ``whole`` is where
+    the whole evidence is (named in the notes)."""
+    out = dict(metadata)
+    where = f"; the whole is in {whole}" if whole else ""
+    done: set[str] = set()
+    while metadata_bytes(out) > limit:
+        candidates = [(_size(v), k) for k, v in out.items() if k not in KEPT_WHOLE and k not in done]
+        if not candidates:
+            break
+        _, name = max(candidates)
+        if not _cut(name, out[name], out, where):
+            done.add(name)
+    return out
+
+
+def as_metadata(values: Mapping[str, Any], whole: Path | str | None = None) -> dict[str, Any]:
+    """Named plain values as metadata (:func:`metadata_value` each; a table's note as
+    ``<name>_note``), fitted to :data:`MAX_METADATA_BYTES` (:func:`fit`)."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        out[name] = metadata_value(value)
+        if isinstance(value, EvidenceTable) and value.note:
+            out[f"{name}_note"] = MetadataValue.text(value.note)
+    return fit(out, whole=whole)
 
 
 def _measured(value: Any) -> MetadataValue:
@@ -42,17 +164,50 @@ def _measured(value: Any) -> MetadataValue:
     if isinstance(value, int):
         return MetadataValue.int(value)
     number = gate.as_float(value)
-    return MetadataValue.float(number) if number is not None else MetadataValue.text(str(value))
+    return MetadataValue.float(figure(number)) if number is not None else MetadataValue.text(str(value))
 
 
-def check_metadata(result: CheckResult, evaluation: Evaluation) -> dict[str, Any]:
-    """Value, threshold, summary and the evidence of one check result."""
-    return {"summary": MetadataValue.md(result.summary), "measured": _measured(result.measured),
+def check_metadata(result: CheckResult, evaluation: Evaluation, report: Path | None = None) -> dict[str, Any]:
+    """Value, threshold, summary and the evidence of one check result, fitted to
+    :data:`MAX_METADATA_BYTES`; ``report``, the evaluation's report (a refused evaluation's kept
+    report), is linked as ``report``."""
+    head = {"summary": md_value(result.summary), "measured": _measured(result.measured),
             "spec_key": MetadataValue.text(result.spec_key),
-            # the contract form, as `anon-dagster check --json` prints it
+            # the contract form, as `anon-dagster check --json` prints it: full precision
             "check": MetadataValue.json(result.to_json()),
             "threshold": MetadataValue.text(result.threshold_text),
-            **as_metadata(result.evidence(evaluation))}
+            **({"report": MetadataValue.path(str(report))} if report is not None else {})}
+    return fit({**head, **as_metadata(result.evidence(evaluation), whole=report)}, whole=report)
 
 
-__all__ = ["as_metadata", "check_metadata", "metadata_value"]
+def record_summary(record: Any, record_file: Path | str) -> dict[str, Any]:
+    """The transformation record as metadata shows it: :meth:`TransformationRecord.summary`
+    without what is per class (Mondrian's boxes and ranges: the QI values of each class), which
+    stays in ``record_file``."""
+    name = Path(str(record_file)).name
+    out = record.summary(name)
+    mondrian = out.get("mondrian")
+    if isinstance(mondrian, Mapping) and isinstance(mondrian.get("ranges"), list):
+        classes = len(mondrian["ranges"]) + int(mondrian.get("ranges_truncated") or 0)
+        out["mondrian"] = {**mondrian, "ranges": f"{classes} class ranges, in {name}"}
+        out["mondrian"].pop("ranges_truncated", None)
+    return out
+
+
+def anonymized_metadata(result: Any, record_file: Path) -> dict[str, Any]:
+    """The anonymized asset's metadata from the core's :class:`~anon_dagster.release.pipeline.Anonymized`:
+    ``rows``, ``suppressed``, the ``transformation_record`` (:func:`record_summary`), the
+    ``transformation_record_file`` and, when the policy was unreachable, ``policy_unreachable``."""
+    out: dict[str, Any] = {
+        **({"policy_unreachable": md_value(result.unreachable)} if result.unreachable else {}),
+        "rows": len(result.data), "suppressed": result.suppressed,
+        "transformation_record": MetadataValue.json(rounded(record_summary(result.record, record_file))),
+        "transformation_record_file": MetadataValue.path(str(record_file)),
+    }
+    return fit(out, whole=record_file)
+
+
+__all__ = [
+    "DIGITS", "MAX_METADATA_BYTES", "anonymized_metadata", "as_metadata", "check_metadata", "figure", "fit",
+    "md_value", "metadata_bytes", "metadata_value", "record_summary", "rounded",
+]

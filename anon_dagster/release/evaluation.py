@@ -163,7 +163,8 @@ class CheckResult:
         if isinstance(table, pd.DataFrame):
             ranked = "error_points" in table.columns
             if ranked:  # the groups that decide the verdict first
-                table = table.iloc[table["error_points"].abs().fillna(-1).argsort(kind="stable")[::-1]]
+                order = table["error_points"].abs().fillna(-1).sort_values(ascending=False, kind="stable").index
+                table = table.loc[order]
             out["per_group"] = EvidenceTable.from_frame(table, what="groups",
                                                         order=", largest error first" if ranked else "")
         for name, key in (("failed_expectations", "failed"), ("composition", "composition")):
@@ -231,12 +232,13 @@ class Evaluation:
         found = list((self.small_classes or {}).get("sensitive") or [])
         return sorted(found, key=lambda a: -float(a.get("t_closeness") or 0.0))
 
-    def _person_note(self, check: CheckResult | None, key: str, figure: Any) -> str:
+    def _person_note(self, check: CheckResult | None, key: str) -> str:
         """A note when ``check`` judges the per-person figure, which the listed row classes do not show."""
         person = (self.measures.get("person") or {}).get(key)
-        if check is None or person is None or check.measured is None or check.measured == figure:
+        row = self.measures.get(key)
+        if check is None or person is None or row is None or check.measured is None or check.measured == row:
             return ""
-        return (f"; these are equivalence classes of rows, whose figure is {figure:.4g}: the check judges "
+        return (f"; these are equivalence classes of rows, whose figure is {row:.4g}: the check judges "
                 f"the per-person figure {person:.4g}, over classes of persons (the rows of each person linked)")
 
     def most_distant_table(self, attribute: dict[str, Any], check: CheckResult | None = None) -> EvidenceTable:
@@ -255,7 +257,7 @@ class Evaluation:
                   f"; the {len(names) - 1} values where they differ most of {attribute['n_values']}, the others summed")
         note = (f"{shown} of {attribute['classes']} classes, largest {attribute['distance']} distance to the "
                 f"table's {attribute['attribute']} distribution first, shares per value{values}"
-                + self._person_note(check, "t_closeness", attribute["t_closeness"]))
+                + self._person_note(check, "t_closeness"))
         return EvidenceTable(columns, rows, note)
 
     def least_diverse_table(self, attribute: dict[str, Any], check: CheckResult | None = None, *,
@@ -269,8 +271,7 @@ class Evaluation:
         rows = [{"class": f"#{i}", **{name: c[name] for name, _ in columns[1:]}} for i, c in enumerate(listed, 1)]
         order = "lowest entropy" if by_entropy else "fewest distinct values"
         note = (f"{len(rows)} of {attribute['classes']} classes, {order} first"
-                + self._person_note(check, "l_entropy" if by_entropy else "l_distinct",
-                                    attribute["l_entropy" if by_entropy else "l_distinct"]))
+                + self._person_note(check, "l_entropy" if by_entropy else "l_distinct"))
         return EvidenceTable(columns, rows, note)
 
     def class_size_table(self) -> EvidenceTable:

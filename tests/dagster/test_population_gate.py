@@ -54,7 +54,7 @@ def test_dagster_journalist_threshold_passes_with_the_population_and_gate_reveri
     assert result.success
     evals = check_evaluations(result)
     assert evals["journalist_risk_max"].passed is True
-    measured = evals["journalist_risk_max"].metadata["measured"].value
+    measured = evals["journalist_risk_max"].metadata["check"].value["measured"]  # unrounded
     assert "popjr/published" in materialized(result)
     # the check's figure is the brute-force 1 / min F over the published classes
     assert measured == pytest.approx(_brute_journalist_max(env, "2023"))
@@ -111,6 +111,6 @@ def test_dagster_journalist_threshold_fails_and_blocks_publication(env):
     report = json.loads((env / "reports" / "popjr" / "2023" / "risk_report.json").read_text())
     assert report["verdict"]["publishable"] is False
     risk = report["measures"]["metrics"]
-    assert risk["journalist_max"] == pytest.approx(jr.metadata["measured"].value)
+    assert risk["journalist_max"] == pytest.approx(jr.metadata["check"].value["measured"])
     assert risk["journalist_max"] < risk["prosecutor_max"]  # F > f: the population was used
     assert risk["marketer"] is not None

@@ -254,9 +254,11 @@ def test_each_check_shows_its_own_evidence_and_never_the_values_of_a_class(tmp_p
 def test_evidence_tables_keep_numbers_as_numbers_and_the_rest_as_text():
     frame = pd.DataFrame({"group": ["a", None], "share": [0.5, np.nan], "n": [3, 4]})
     table = EvidenceTable.from_frame(frame)
-    assert table.columns == [("group", "string"), ("share", "float"), ("n", "float")]
-    assert table.rows == [{"group": "a", "share": 0.5, "n": 3.0}, {"group": "", "share": None, "n": 4.0}]
-    assert len(EvidenceTable.from_frame(pd.DataFrame({"x": range(80)})).rows) == 50
+    assert table.columns == [("group", "string"), ("share", "float"), ("n", "int")]
+    assert table.rows == [{"group": "a", "share": 0.5, "n": 3}, {"group": "", "share": None, "n": 4}]
+    assert table.note == ""
+    cut = EvidenceTable.from_frame(pd.DataFrame({"x": range(80)}))
+    assert len(cut.rows) == 20 and cut.note == "20 of 80 rows shown"
 
 
 def test_the_records_summary_leaves_mondrians_boxes_in_the_file(tmp_path, master_key):
