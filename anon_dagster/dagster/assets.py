@@ -1,20 +1,28 @@
-"""From a release spec to Dagster definitions: assets, blocking checks, job and schedule.
+"""From a release spec to Dagster definitions: assets, checks, job, schedule and sensors.
 
 For a release ``r`` the group ``r`` holds (names from the :class:`ReleaseTranslator`)::
 
-    r/raw ──► r/pseudonymized ──► r/anonymized ──► r/published
-                                   └─ blocking checks: one per declared check (criteria registry)
+    r/raw ──► r/pseudonymized ──► r/anonymized ──► r/published ◄─┐ (ordered releases: the
+                                   │                 │   └────────┘  partition before)
+                                   │                 ├─ publication (blocking): the outcome
+                                   │                 └─ freshness: the latest publication's age
+                                   └─ one check per declared check (criteria registry)
 
 Each body is a few lines calling the core (:mod:`anon_dagster.release.pipeline`,
 :mod:`~anon_dagster.release.stored`, :mod:`~anon_dagster.release.publication`), which decides
-everything; this module only moves values between Dagster and the core. Every check is
-partition-aware, blocking (ERROR severity, WARN for a utility query marked ``severity: warn``)
-and always yields a result. ``r/published`` evaluates the gate again itself before writing
-anything, so a run that selects only it cannot publish what the checks refused.
+everything; this module only moves values between Dagster and the core. Every check of the
+anonymized asset is partition-aware and always yields a result (ERROR severity, WARN for a
+utility query marked ``severity: warn``). ``r/published`` always runs: it evaluates the gate
+again itself, publishes only a passing evaluation, and materializes its outcome either way
+(``outcome: published`` with the figures, or ``outcome: refused`` with the reasons); its
+blocking ``publication`` check passes or fails with it. A run that selects only it cannot
+publish what the checks refused, and a refusal never leaves a partition without an outcome.
+Partitions of one population are published in order (:mod:`.ordering`).
 """
 
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -32,19 +40,28 @@ from dagster import (
     MetadataValue,
     PartitionsDefinition,
     ScheduleDefinition,
+    SensorDefinition,
+    TableColumn,
+    TableSchema,
     asset,
     build_schedule_from_partitioned_job,
     define_asset_job,
+    in_process_executor,
     multi_asset_check,
 )
 
 from ..release import gate, pipeline, publication
+from ..release.evaluation import Evaluation
 from ..release.ledger import Ledger
 from ..release.publication import reports_folder
 from ..release.stored import evaluate_stored
 from ..spec import ReleaseSpec
+from . import ordering
+from .alerts import RESOURCE_KEY as ALERT_KEY
+from .alerts import Refusal, RefusalAlertResource, reason_lines, refusal_alert_from_env
 from .metadata import as_metadata, check_metadata
 from .partitions import partitions_def_for
+from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_check, freshness_sensor, source_sensor
 from .translator import ReleaseTranslator
 
 
@@ -59,6 +76,8 @@ class ReleaseDefinitions:
     job: Any  # the release's partitioned asset job
     schedule: ScheduleDefinition | None
     partitions_def: PartitionsDefinition | None
+    # the source-file sensor (local sources) and the freshness sensor
+    sensors: list[SensorDefinition] = field(default_factory=list)
 
 
 def partition_of(context: AssetExecutionContext | AssetCheckExecutionContext) -> str | None:
@@ -77,9 +96,33 @@ def storage_folders(context: AssetExecutionContext) -> list[str]:
     return [*folders, base] if base else folders
 
 
+def row_count(rows: int) -> dict[str, Any]:
+    return {"dagster/row_count": MetadataValue.int(int(rows))}
+
+
+def column_schema(table: pd.DataFrame, columns: list[str]) -> TableSchema:
+    """The schema of the published columns, typed by the table they were written from."""
+    return TableSchema(columns=[TableColumn(c, str(table[c].dtype) if c in table.columns else "unknown")
+                                for c in columns])
+
+
+def refusal_of(spec: ReleaseSpec, partition: str | None, evaluation: Evaluation, refusals: list[str],
+               run_id: str | None) -> Refusal:
+    """The refusal of a publication: the failed checks of the re-verification and one reason per
+    refusal (the evaluation's refusals, or why the publication itself was refused)."""
+    failed = [c.name for c in evaluation.checks if c.blocks]
+    return Refusal(spec.release, partition, failed, reason_lines(refusals), evaluation.id, run_id)
+
+
 def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
-                  translator: ReleaseTranslator | None = None) -> ReleaseDefinitions:
-    """Build the assets, checks, job and schedule of one release (see the module docstring)."""
+                  translator: ReleaseTranslator | None = None,
+                  refusal_alert: RefusalAlertResource | None = None) -> ReleaseDefinitions:
+    """Build the assets, checks, job, schedule and sensors of one release (see the module docstring).
+
+    ``refusal_alert`` is the alert the published step sends on a refusal (default
+    :func:`~.alerts.refusal_alert_from_env`); it is bound to the published asset, so the
+    definitions need no resource of their own for it.
+    """
     t = translator or ReleaseTranslator()
     pdef = partitions_def_for(spec)
     key = {step: t.asset_key(spec, step) for step in ("raw", "pseudonymized", "anonymized", "published")}
@@ -87,7 +130,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
 
     def attributes(step: str) -> dict[str, Any]:
         return {"key": key[step], **common, "kinds": t.kinds(spec, step), "metadata": t.metadata(spec, step),
-                "description": t.description(spec, step)}
+                "description": t.description(spec, step), "owners": t.owners(spec, step) or None,
+                "tags": t.tags(spec, step) or None, "code_version": t.code_version(spec, step)}
 
     upstream = {"anonymized": AssetIn(key=key["anonymized"]), "pseudonymized": AssetIn(key=key["pseudonymized"]),
                 "raw": AssetIn(key=key["raw"])}
@@ -100,14 +144,14 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             pipeline.check_keystore(spec, context.resources.keystore.open())
         ingested = pipeline.ingest(spec, partition_of(context))
         context.add_output_metadata({"rows": len(ingested.data), "source": ingested.source,
-                                     "columns": len(ingested.data.columns)})
+                                     "columns": len(ingested.data.columns), **row_count(len(ingested.data))})
         return ingested.data
 
     @asset(**attributes("pseudonymized"), ins={"raw": AssetIn(key=key["raw"])}, required_resource_keys={"keystore"})
     def pseudonymized(context: AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
         store = context.resources.keystore.open() if pipeline.needs_keystore(spec) else None
         result = pipeline.pseudonymize(spec, raw, store, partition=partition_of(context))
-        meta: dict[str, Any] = {"rows": len(result.data)}
+        meta: dict[str, Any] = {"rows": len(result.data), **row_count(len(result.data))}
         if result.summary:
             meta["pseudonymization"] = MetadataValue.json(result.summary)
         context.add_output_metadata(meta)
@@ -124,14 +168,19 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             **({"policy_unreachable": MetadataValue.md(result.unreachable)} if result.unreachable else {}),
             "rows": len(result.data), "suppressed": result.suppressed,
             "transformation_record": MetadataValue.json(result.record.summary(gate.RECORD_FILE)),
+            **row_count(len(result.data)),
         })
         return gate.attach_record(result.data, result.record)
 
+    # before the publication step among the steps ready together (in-process executor: in that order)
     @multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
-                       ins=upstream, required_resource_keys={"ledger", "keystore"})
+                       ins=upstream, required_resource_keys={"ledger", "keystore"}, op_tags={"dagster/priority": "1"})
     def release_checks(context: AssetCheckExecutionContext, anonymized: pd.DataFrame,
                        pseudonymized: pd.DataFrame, raw: pd.DataFrame):
         selected = {k.name for k in context.selected_asset_check_keys}
+        waited = ordering.await_earlier_partition(context, spec, t, pdef)
+        if waited:  # judged against the ledger as it is; the publication step waits again
+            context.log.warning(waited)
         ledger = run_ledger(context)
         evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
                                      partition=partition_of(context), only=selected)
@@ -147,29 +196,92 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 description=result.summary, metadata=check_metadata(result, evaluation),
             )
 
-    @asset(**attributes("published"), ins=upstream, required_resource_keys={"ledger", "keystore", "io_manager"},
-           automation_condition=(AutomationCondition.eager() & AutomationCondition.all_deps_blocking_checks_passed())
-           if automate else None)
+    publication_check = t.publication_check_name(spec)
+    condition = None
+    if automate:  # the partition before is a dependency of an ordered release, its refusal no obstacle
+        condition = AutomationCondition.eager() & AutomationCondition.all_deps_blocking_checks_passed().ignore(
+            AssetSelection.assets(key["published"]))
+
+    with warnings.catch_warnings():  # an asset's own resource is a beta parameter, used knowingly
+        warnings.filterwarnings("ignore", message="Parameter `resource_defs` of function `asset`")
+        published_asset = asset(**attributes("published"), ins=upstream, deps=ordering.earlier_partition_deps(spec, t),
+                                check_specs=[t.publication_check_spec(spec, pdef)],
+                                required_resource_keys={"ledger", "keystore", "io_manager", ALERT_KEY},
+                                resource_defs={ALERT_KEY: refusal_alert or refusal_alert_from_env()},
+                                automation_condition=condition)
+
+    @published_asset
     def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
                   raw: pd.DataFrame) -> MaterializeResult:
-        # re-verification: the gate evaluated again here, never read from Dagster's event storage
+        partition = partition_of(context)
+        waited = ordering.await_earlier_partition(context, spec, t, pdef)
+        if waited:
+            raise Failure(description=waited)
         ledger = run_ledger(context)
-        evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                                     partition=partition_of(context))
-        try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
-            done = publication.publish_release(spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized,
-                                               ledger=ledger, keystore=context.resources.keystore,
-                                               storage=storage_folders(context))
-        except publication.PublicationRefused as exc:
-            raise Failure(description=str(exc), metadata={"refused_by": MetadataValue.json(exc.refusals)},
-                          allow_retries=False) from None
-        return MaterializeResult(metadata=as_metadata(done.figures()))
+        refused: list[str] | None = None
+        try:
+            with ordering.population_lock(spec, ledger.path):
+                # re-verification: the gate evaluated again here, never read from Dagster's event storage
+                evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                                             partition=partition)
+                try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
+                    done = publication.publish_release(
+                        spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized, ledger=ledger,
+                        keystore=context.resources.keystore, storage=storage_folders(context),
+                        reports=reports_folder(spec, reports_dir, partition))
+                except publication.PublicationRefused as exc:
+                    refused = list(exc.refusals)
+                    if not evaluation.passed:  # a refused evaluation of every check: its evidence is kept
+                        kept = publication.keep_evaluation(spec, evaluation, ledger,
+                                                           reports_folder(spec, reports_dir, partition))
+                        if kept.problem:
+                            context.log.warning(f"the evaluation's report could not be kept: {kept.problem}")
+        except TimeoutError as exc:
+            raise Failure(description=f"{spec.release} {partition or ''}: {exc}") from None
+        if refused is not None:
+            return refused_result(context, evaluation, refused)
+        figures = done.figures()
+        table = gate.publishable_view(anonymized) if done.mode == "rows" else pd.DataFrame()
+        return MaterializeResult(
+            metadata={OUTCOME_KEY: "published", **as_metadata(figures), **row_count(done.published.rows),
+                      "dagster/column_schema": column_schema(table, done.published.columns)},
+            check_results=[AssetCheckResult(check_name=publication_check, passed=True,
+                                            description=f"published: evaluation {evaluation.id}",
+                                            metadata={"evaluation": evaluation.id})])
 
+    def refused_result(context: AssetExecutionContext, evaluation: Evaluation, refusals: list[str]) -> MaterializeResult:
+        """The refusal materialized: outcome, reasons and evidence on the published asset, the
+        ``publication`` check failed with one line per failed check, and the alert sent."""
+        partition = partition_of(context)
+        refusal = refusal_of(spec, partition, evaluation, refusals, context.run.run_id)
+        lines = [line for r in refusals for line in r.strip().splitlines()[:1]]
+        reasons = MetadataValue.md("\n".join(f"- {line}" for line in lines))
+        report = publication.kept_report(spec, reports_dir, partition)
+        context.log.info(f"{spec.release} {partition or ''}: publication refused, nothing written: "
+                         + "; ".join(refusal.reasons))
+        problem = context.resources.refusal_alert.send(refusal)
+        if problem:
+            context.log.warning(f"the refusal alert was not delivered: {problem}")
+        payload = {k: v for k, v in refusal.payload().items() if k != "run_id"}  # the run is the event's
+        return MaterializeResult(
+            metadata={OUTCOME_KEY: "refused", "reasons": reasons,
+                      "failed_checks": MetadataValue.json(refusal.failed_checks),
+                      "evaluation": evaluation.id, REFUSAL_KEY: MetadataValue.json(payload),
+                      **({"report": MetadataValue.path(str(report))} if report else {})},
+            check_results=[AssetCheckResult(
+                check_name=publication_check, passed=False, severity=AssetCheckSeverity.ERROR,
+                description="\n".join(lines),
+                metadata={"failed_checks": MetadataValue.json(refusal.failed_checks), "reasons": reasons,
+                          "evaluation": evaluation.id})])
+
+    # one process per run (the steps share it) rather than one per step: what a UI run costs
     job = define_asset_job(t.job_name(spec), selection=AssetSelection.groups(t.group_name(spec)),
+                           executor_def=in_process_executor,
                            description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
     schedule = build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
-    return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published], [release_checks], job,
-                              schedule, pdef)
+    sensors = [s for s in (source_sensor(spec, job, t), freshness_sensor(spec, t)) if s is not None]
+    return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published],
+                              [release_checks, freshness_check(spec, t)], job, schedule, pdef, sensors)
 
 
-__all__ = ["ReleaseDefinitions", "build_release", "partition_of", "reports_folder"]
+__all__ = ["ReleaseDefinitions", "build_release", "column_schema", "partition_of", "refusal_of", "reports_folder"]

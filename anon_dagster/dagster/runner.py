@@ -20,7 +20,12 @@ from .translator import ReleaseTranslator
 
 @dataclass
 class PartitionOutcome:
-    """What one run of a release partition did."""
+    """What one run of a release partition did.
+
+    ``outcome`` is ``published``, ``refused`` (a check or the publication itself refused it:
+    ``failed_checks`` and ``reasons`` say why) or ``failed`` (a step failed before the release was
+    judged: ``failed_steps``). A refused run is not a successful one (``success`` is False).
+    """
 
     release: str
     partition: str | None
@@ -34,6 +39,12 @@ class PartitionOutcome:
     checks: dict[str, dict] = field(default_factory=dict)
     published: Path | None = None
     report: Path | None = None
+    outcome: str = "failed"
+    evaluation: str | None = None  # the id of the evaluation the publication step judged
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome == "refused"
 
 
 def release_partitions(spec: ReleaseSpec) -> list[str | None]:
@@ -72,20 +83,45 @@ def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str |
     """What the run of ``partition`` did, from its events."""
     out = PartitionOutcome(spec.release, partition, result.success,
                            failed_steps=[e.step_key for e in result.get_step_failure_events()])
+    published_key = t.asset_key(spec, "published")
+    refusal: tuple[list[str], list[str]] | None = None
     for evaluation in result.get_asset_check_evaluations():
+        if evaluation.asset_key == published_key:  # the publication's outcome; freshness is no gate check
+            if evaluation.check_name == t.publication_check_name(spec) and not evaluation.passed:
+                listed = evaluation.metadata.get("failed_checks")
+                refusal = (list(listed.value) if listed is not None else [],
+                           (evaluation.description or "").splitlines())
+            continue
         if "check" in evaluation.metadata:
             out.checks[evaluation.check_name] = evaluation.metadata["check"].value
         if not evaluation.passed:
             out.failed_checks.append(evaluation.check_name)
             if evaluation.description:
                 out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
+    if refusal is not None:  # the re-verification's failed checks, each reason once
+        listed, lines = refusal
+        known = {r.split(":", 1)[0] for r in out.reasons}
+        out.failed_checks += [c for c in listed if c not in out.failed_checks] or (
+            [] if out.failed_checks else [t.publication_check_name(spec)])
+        for line in lines:
+            name = line.split(":", 1)[0]
+            if name in listed and name in known:
+                continue
+            out.reasons.append(line if name in listed else f"{t.publication_check_name(spec)}: {line}")
     for mat in (event.materialization for event in result.get_asset_materialization_events()):
         rows = int(mat.metadata["rows"].value) if "rows" in mat.metadata else None
         if mat.asset_key == t.asset_key(spec, "raw"):
             out.rows_in = rows
-        elif mat.asset_key == t.asset_key(spec, "published"):  # where the publication says it wrote
+        elif mat.asset_key == published_key:
+            out.evaluation = str(mat.metadata["evaluation"].value) if "evaluation" in mat.metadata else None
+            if "outcome" in mat.metadata and mat.metadata["outcome"].value == "refused":
+                out.outcome = "refused"
+                continue
+            out.outcome = "published"  # where the publication says it wrote
             out.published, out.report = Path(mat.metadata["path"].value), Path(mat.metadata["report"].value)
             out.rows_published = rows
+    if out.outcome == "failed" and out.failed_checks:
+        out.outcome = "refused"
     if out.report is None:  # a refused release keeps the evaluation's report beside its record
         out.report = kept_report(spec, reports_dir, partition)
     return out

@@ -141,7 +141,8 @@ def test_monthly_partition_publishes_what_meets_the_policy(config):
     result = job.execute_in_process(partition_key="2025-02", instance=instance, raise_on_error=False)
     failures = [e.message for e in events(result, "STEP_FAILURE")]
     assert result.success, failures
-    evaluations = [e for e in events(result, "ASSET_CHECK_EVALUATION") if e.asset_key.path[-1] == "anonymized"]
+    evaluations = [e for e in events(result, "ASSET_CHECK_EVALUATION")
+                   if e.event_specific_data.asset_key.path[-1] == "anonymized"]
     assert len(evaluations) == 4
     assert all(e.event_specific_data.passed for e in evaluations)
     assert {f"panel_survey/{s}" for s in STEPS} <= materialized(result)

@@ -121,7 +121,10 @@ def evaluations(result) -> dict:
 
 
 def materialized(result) -> set[str]:
-    return {e.asset_key.to_user_string() for e in events(result, "ASSET_MATERIALIZATION")}
+    """The assets a run materialized; a refused publication (``outcome: refused``) is left out."""
+    return {e.asset_key.to_user_string() for e in events(result, "ASSET_MATERIALIZATION")
+            if "outcome" not in e.event_specific_data.materialization.metadata
+            or e.event_specific_data.materialization.metadata["outcome"].value != "refused"}
 
 
 @pytest.mark.slow

@@ -97,5 +97,13 @@ def check_evaluations(result: ExecuteInProcessResult) -> dict[str, object]:
 
 
 def materialized(result: ExecuteInProcessResult) -> set[str]:
-    """The asset keys a run materialized, as ``release/stage`` strings."""
-    return {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
+    """The asset keys a run materialized, as ``release/stage`` strings; a refused publication
+    (materialized with ``outcome: refused``: it wrote nothing) is left out."""
+    return {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
+            and not refused(e.event_specific_data.materialization)}
+
+
+def refused(materialization) -> bool:
+    """Whether a materialization is a refused publication's outcome."""
+    outcome = materialization.metadata.get("outcome")
+    return outcome is not None and outcome.value == "refused"
