@@ -59,7 +59,7 @@ from ..spec import ReleaseSpec
 from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
 from .alerts import Refusal, RefusalAlertResource, reason_lines, refusal_alert_from_env
-from .metadata import as_metadata, check_metadata
+from .metadata import anonymized_metadata, as_metadata, check_metadata, fit, md_value
 from .partitions import partitions_def_for
 from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_check, freshness_sensor, source_sensor
 from .translator import ReleaseTranslator
@@ -161,15 +161,10 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame) -> pd.DataFrame:
         result = pipeline.anonymize(spec, pseudonymized)
         # the record places the population into these classes in the checks and the publication
-        publication.write_record(result.record, reports_folder(spec, reports_dir, partition_of(context)))
+        record_file = publication.write_record(result.record, reports_folder(spec, reports_dir, partition_of(context)))
         if result.unreachable:
             context.log.warning(f"{spec.release} {partition_of(context) or ''}: {result.unreachable}")
-        context.add_output_metadata({
-            **({"policy_unreachable": MetadataValue.md(result.unreachable)} if result.unreachable else {}),
-            "rows": len(result.data), "suppressed": result.suppressed,
-            "transformation_record": MetadataValue.json(result.record.summary(gate.RECORD_FILE)),
-            **row_count(len(result.data)),
-        })
+        context.add_output_metadata({**anonymized_metadata(result, record_file), **row_count(len(result.data))})
         return gate.attach_record(result.data, result.record)
 
     # before the publication step among the steps ready together (in-process executor: in that order)
@@ -184,16 +179,19 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         ledger = run_ledger(context)
         evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
                                      partition=partition_of(context), only=selected)
+        report = None
         if selected == {c.name for c in t.checks(spec)}:  # a complete evaluation: its evidence is kept
             kept = publication.keep_evaluation(spec, evaluation, ledger,
                                                reports_folder(spec, reports_dir, partition_of(context)))
             if kept.problem:
                 context.log.warning(f"the evaluation's report could not be kept: {kept.problem}")
+            report = kept.report  # a refused evaluation's report, linked from each failed check
         for result in evaluation.checks:
             yield AssetCheckResult(
                 asset_key=key["anonymized"], check_name=result.name, passed=bool(result.passed),
                 severity=AssetCheckSeverity.ERROR if result.severity == "error" else AssetCheckSeverity.WARN,
-                description=result.summary, metadata=check_metadata(result, evaluation),
+                description=result.summary,
+                metadata=check_metadata(result, evaluation, report=None if result.passed else report),
             )
 
     publication_check = t.publication_check_name(spec)
@@ -242,9 +240,11 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             return refused_result(context, evaluation, refused)
         figures = done.figures()
         table = gate.publishable_view(anonymized) if done.mode == "rows" else pd.DataFrame()
+        report = done.published.report_path
         return MaterializeResult(
-            metadata={OUTCOME_KEY: "published", **as_metadata(figures), **row_count(done.published.rows),
-                      "dagster/column_schema": column_schema(table, done.published.columns)},
+            metadata=fit({OUTCOME_KEY: "published", **as_metadata(figures, whole=report),
+                          **row_count(done.published.rows),
+                          "dagster/column_schema": column_schema(table, done.published.columns)}, whole=report),
             check_results=[AssetCheckResult(check_name=publication_check, passed=True,
                                             description=f"published: evaluation {evaluation.id}",
                                             metadata={"evaluation": evaluation.id})])
@@ -255,7 +255,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         partition = partition_of(context)
         refusal = refusal_of(spec, partition, evaluation, refusals, context.run.run_id)
         lines = [line for r in refusals for line in r.strip().splitlines()[:1]]
-        reasons = MetadataValue.md("\n".join(f"- {line}" for line in lines))
+        reasons = md_value("\n".join(lines))
         report = publication.kept_report(spec, reports_dir, partition)
         context.log.info(f"{spec.release} {partition or ''}: publication refused, nothing written: "
                          + "; ".join(refusal.reasons))
@@ -264,10 +264,10 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             context.log.warning(f"the refusal alert was not delivered: {problem}")
         payload = {k: v for k, v in refusal.payload().items() if k != "run_id"}  # the run is the event's
         return MaterializeResult(
-            metadata={OUTCOME_KEY: "refused", "reasons": reasons,
-                      "failed_checks": MetadataValue.json(refusal.failed_checks),
-                      "evaluation": evaluation.id, REFUSAL_KEY: MetadataValue.json(payload),
-                      **({"report": MetadataValue.path(str(report))} if report else {})},
+            metadata=fit({OUTCOME_KEY: "refused", "reasons": reasons,
+                          "failed_checks": MetadataValue.json(refusal.failed_checks),
+                          "evaluation": evaluation.id, REFUSAL_KEY: MetadataValue.json(payload),
+                          **({"report": MetadataValue.path(str(report))} if report else {})}, whole=report),
             check_results=[AssetCheckResult(
                 check_name=publication_check, passed=False, severity=AssetCheckSeverity.ERROR,
                 description="\n".join(lines),

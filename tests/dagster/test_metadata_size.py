@@ -91,8 +91,6 @@ def test_every_check_evaluation_and_the_publication_stay_within_50_kb(demo_run):
     assert MAX_METADATA_BYTES == 50_000
 
 
-@pytest.mark.xfail(strict=True, reason="the anonymized asset still shows the whole transformation record: "
-                                       "metadata.anonymized_metadata bounds it once the asset uses it")
 def test_every_materialization_stays_within_50_kb(demo_run):
     _, _, events = demo_run
     too_large = {f"{e.release} {e.name}": e.size for e in events if e.size > MAX_METADATA_BYTES}
