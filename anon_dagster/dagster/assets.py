@@ -35,6 +35,7 @@ from dagster import (
     AssetsDefinition,
     AssetSelection,
     AutomationCondition,
+    Definitions,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -78,6 +79,13 @@ class ReleaseDefinitions:
     partitions_def: PartitionsDefinition | None
     # the source-file sensor (local sources) and the freshness sensor
     sensors: list[SensorDefinition] = field(default_factory=list)
+
+    def definitions(self) -> Definitions:
+        """The release's assets, checks, job, schedule and sensors as Definitions, without the
+        resources the releases share (merge them: ``Definitions.merge(*(r.definitions() for r
+        in releases), Definitions(resources=...))``)."""
+        return Definitions(assets=self.assets, asset_checks=self.checks, jobs=[self.job],
+                           schedules=[self.schedule] if self.schedule is not None else [], sensors=self.sensors)
 
 
 def partition_of(context: AssetExecutionContext | AssetCheckExecutionContext) -> str | None:

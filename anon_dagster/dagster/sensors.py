@@ -175,7 +175,7 @@ def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimu
     @sensor(name=translator.freshness_sensor_name(spec), minimum_interval_seconds=minimum_interval_seconds,
             default_status=default_status, required_resource_keys={"ledger", "keystore"},
             description=f"Judges the freshness check of {spec.release}'s publications from the ledger.")
-    def _fresh(context: SensorEvaluationContext):
+    def _fresh(context: SensorEvaluationContext, **_resources: Any):  # (called with them when invoked directly)
         try:
             ledger = context.resources.ledger.open(context.resources.keystore)
         except Exception as exc:  # noqa: BLE001 - no ledger yet (or a broken one): said in one line
