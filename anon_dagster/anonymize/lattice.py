@@ -308,6 +308,19 @@ def _group(key: np.ndarray, space: int, weights: np.ndarray | None,
     return np.asarray(uniques, dtype=np.int64), sizes, ids.astype(np.int64, copy=False)
 
 
+def _weighted_pairs(row_class: np.ndarray, n_classes: int, coded: CodedSensitive,
+                    weights: np.ndarray) -> SensitivePairs:
+    """:func:`~anon_dagster.anonymize.criteria.pairs_from_rows` of a frequency table: each
+    (class, value) counts the rows its frequency rows stand for."""
+    values = np.asarray(coded.codes).astype(np.int64, copy=False)
+    n_values = coded.n_values
+    key = np.asarray(row_class, dtype=np.int64) * n_values + values
+    uniq, _, counts = group(key, n_classes * n_values, weights)
+    total = np.rint(np.bincount(values, weights=weights, minlength=n_values)).astype(np.int64)
+    return SensitivePairs(uniq // n_values, uniq % n_values, np.rint(counts).astype(np.int64), n_values,
+                          total, coded)
+
+
 @dataclass
 class QuerySpec:
     """A utility query on coded columns: group-by columns (QI index or fixed codes), target.
@@ -344,11 +357,14 @@ class Lattice:
     def __init__(self, qis: Sequence[CodedQI], policy: Policy,
                  sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
                  query: QuerySpec | None = None, generalized: Sequence[bool] | None = None,
-                 persons: pd.Series | np.ndarray | None = None):
+                 persons: pd.Series | np.ndarray | None = None, weights: np.ndarray | None = None):
         """``persons``: each row's person (by position; a missing value a person of its own),
         when the published rows of a person are linked: the search then targets k per person
-        (module docstring)."""
+        (module docstring). ``weights``: the rows are those of a frequency table, row ``i``
+        standing for ``weights[i]`` rows of the table (:meth:`from_frequencies`)."""
         self.qis = list(qis)
+        self.n_inputs = len(self.qis[0].codes) if self.qis else 0
+        self._row_weights = self._frequency_weights(weights, persons, query)
         self.q = len(self.qis)
         self.policy = policy
         self.metric = metric
@@ -369,7 +385,8 @@ class Lattice:
         self.status = np.zeros(size, dtype=np.int8)
         self._status_grid = self.status.reshape(tuple(int(d) for d in self.dims))  # a view
         self._next: np.ndarray | None = None
-        self.n_rows = len(self.qis[0].codes) if self.qis else 0
+        self.n_rows = (self.n_inputs if self._row_weights is None
+                       else int(np.rint(self._row_weights.sum())))
         self.budget = suppression_budget(policy, self.n_rows)
         self.suppression = self.budget > 0
         self.mono = policy.monotone(self.suppression)
@@ -395,6 +412,46 @@ class Lattice:
             self._keys = PersonKeys.of_rows(self._person_of_row, self.bottom_row_class,
                                             len(self._cache[0].sizes))
 
+    @classmethod
+    def from_frequencies(cls, qis: Sequence[CodedQI], counts: np.ndarray, policy: Policy,
+                         sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
+                         generalized: Sequence[bool] | None = None) -> Lattice:
+        """The lattice of a table given by its frequency table at the bottom node.
+
+        ``qis`` and ``sensitive`` code the frequency table's rows (one per distinct combination
+        of the QIs at level 0, the partition keys and the sensitive attributes), ``counts`` the
+        table's rows each stands for. The search is the one over the rows: the classes of a node
+        are rolled up from the bottom with their sizes summed (the search never reads rows beyond
+        the bottom's classes), the suppression budget, the metric's per-value counts
+        (:meth:`CodedQI.value_counts`, set here to the weighted counts) and the sensitive
+        histograms count the table's rows. Utility queries and k per person need the rows.
+        """
+        counts = np.asarray(counts)
+        for q in qis:
+            q._counts = np.rint(np.bincount(q.codes, weights=counts.astype(np.float64),
+                                            minlength=len(q.uniques))).astype(np.int64)
+        return cls(qis, policy, sensitive, metric, generalized=generalized, weights=counts)
+
+    def _frequency_weights(self, weights: np.ndarray | None, persons: object, query: object) -> np.ndarray | None:
+        """``weights`` as float64 (what bincount sums), checked against the rows; None for rows."""
+        if weights is None:
+            return None
+        if persons is not None or query is not None:
+            raise UserError("a frequency table's lattice cannot search for k per person or minimize a "
+                            "utility query: both need the table's rows")
+        w = np.asarray(weights, dtype=np.float64)
+        if len(w) != self.n_inputs or (len(w) and (w.min() < 1 or not np.all(w == np.floor(w)))):
+            raise ValueError(f"weights must be {self.n_inputs} whole numbers >= 1, one per frequency row")
+        return w
+
+    def failing_classes(self, levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """At the node ``levels``: each input row's class, the classes' sizes (in rows of the table)
+        and which classes miss a per-class criterion, judged as the search judged the node."""
+        idx = self.index(levels)
+        row_class, st = self.row_class(idx)
+        _, failing, _ = self._verdict(st, self.policy)
+        return row_class, st.sizes, failing
+
     # ----- nodes -------------------------------------------------------------------------------
     def index(self, levels: Sequence[int]) -> int:
         return int(np.dot(np.asarray(levels, dtype=np.int64), self._radix))
@@ -409,18 +466,22 @@ class Lattice:
         self._card_of = [[q.cardinality(lv) for lv in range(q.n_levels)] for q in self.qis]
         self._setup_blocks(cards)
         keys: list[np.ndarray] | None = None
+        weights = self._row_weights
         if self._narrow and codes:
-            packed, sizes, row_class = _group(_radix_key(codes, cards), math.prod(cards), None, True)
+            packed, sizes, row_class = _group(_radix_key(codes, cards), math.prod(cards), weights, True)
         else:
-            row_class, sizes = combine_codes(codes, cards, self.n_rows)
+            row_class, sizes = combine_codes(codes, cards, self.n_inputs)
+            if weights is not None:
+                sizes = np.rint(np.bincount(row_class, weights=weights, minlength=len(sizes))).astype(np.int64)
             first = np.empty(len(sizes), dtype=np.int64)
-            first[row_class[::-1]] = np.arange(self.n_rows - 1, -1, -1)
+            first[row_class[::-1]] = np.arange(self.n_inputs - 1, -1, -1)
             keys = [c[first] for c in codes]
             packed = None
         n_classes = len(sizes)
         pairs = []
         if self.policy.needs_sensitive:
-            pairs = [pairs_from_rows(row_class, n_classes, as_coded(s)) for s in sensitive]
+            pairs = [_weighted_pairs(row_class, n_classes, as_coded(s), weights) if weights is not None
+                     else pairs_from_rows(row_class, n_classes, as_coded(s)) for s in sensitive]
         self.bottom_row_class = row_class
         bcards = tuple(int(c[0]) for c in self._combo_cards)
         bottom = _State(0, np.zeros(self.q, dtype=np.int64), sizes, packed, bcards, self._card_of,
@@ -825,8 +886,8 @@ class Lattice:
             return
         checked = self.checked
         bottom = self._cache[0]
-        if self.n_rows <= 2 * len(bottom.sizes):
-            rows = self._pair_source([q.codes for q in self.qis], None)
+        if self.n_inputs <= 2 * len(bottom.sizes):
+            rows = self._pair_source([q.codes for q in self.qis], self._row_weights)
         else:  # many rows per class: count the bottom classes, weighted by their sizes
             rows = self._pair_source(bottom.keys, bottom.weights)
         n_src = len(rows[4])  # rows or classes counted
