@@ -2,11 +2,21 @@
 
 :data:`REGISTRY` holds one :class:`Criterion` per key of ``policy.thresholds``; the spec model,
 the release gate, the anonymizer's policy, the risk report and the check descriptions are
-derived from it. :func:`declared_checks` lists every check a release spec declares, as the
-Dagster layer and the CLI show them. Plain Python (no Dagster import).
+derived from it. :data:`ATTACK_CRITERIA` holds one :class:`AttackCriterion` per attack of
+``policy.attacks`` (singling out, linkability, inference: residual risks judged with their
+interval). :func:`declared_checks` lists every check a release spec declares, as the Dagster
+layer and the CLI show them. Plain Python (no Dagster import).
 """
 
 from .adversary import HEADLINE_RISKS, NEEDS_POPULATION, adversary_problem, headline_risk
+from .attacks import (
+    ATTACK_CRITERIA,
+    EVIDENCE_MARGIN,
+    AttackCriterion,
+    AttackJudgement,
+    attack_criterion_for_check,
+    declared_attacks,
+)
 from .declared import DeclaredCheck, declared_checks
 from .registry import (
     REGISTRY,
@@ -21,17 +31,23 @@ from .registry import (
 )
 
 __all__ = [
+    "ATTACK_CRITERIA",
+    "EVIDENCE_MARGIN",
     "HEADLINE_RISKS",
     "NEEDS_POPULATION",
     "REGISTRY",
     "TOLERANCE",
+    "AttackCriterion",
+    "AttackJudgement",
     "Criterion",
     "DeclaredCheck",
     "Judgement",
     "RecursiveCL",
     "ThresholdType",
     "adversary_problem",
+    "attack_criterion_for_check",
     "criterion_for_check",
+    "declared_attacks",
     "declared_checks",
     "declared_thresholds",
     "headline_risk",

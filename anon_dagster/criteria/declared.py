@@ -1,8 +1,10 @@
 """Every check a release spec declares, in the order the Dagster layer and the CLI show them.
 
 A row release (``publication.mode: rows``) declares one check per threshold of
-``policy.thresholds`` (registry order), one per utility query (``utility_<name>``), the
-composition check when ``composition`` is set, and the data contract. An aggregates release
+``policy.thresholds`` (registry order), one per attack of ``policy.attacks``
+(``singling_out_risk``, ``linkability_risk``, ``inference_risk``; severity ``policy.attacks.
+severity``), one per utility query (``utility_<name>``), the composition check when
+``composition`` is set, and the data contract. An aggregates release
 (``publication.mode: aggregates``) declares only ``epsilon_budget``: no row is published, so
 row-level thresholds do not apply; the population's epsilon budget governs it.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .attacks import declared_attacks
 from .registry import declared_thresholds
 
 DATA_CONTRACT_TEXT = (
@@ -65,6 +68,12 @@ def declared_checks(spec: Any) -> list[DeclaredCheck]:
         DeclaredCheck(name=c.check_name, spec_key=c.spec_key, severity="error",
                       description=c.describe(threshold), comparison=c.comparison, threshold=threshold)
         for c, threshold in declared_thresholds(spec.policy.thresholds)
+    ]
+    attacks = getattr(spec.policy, "attacks", None)
+    checks += [
+        DeclaredCheck(name=c.check_name, spec_key=c.spec_key, severity=attacks.severity,
+                      description=c.describe(threshold), comparison=c.comparison, threshold=threshold)
+        for c, threshold in declared_attacks(attacks)
     ]
     for q in spec.utility_queries:
         key = f"utility_queries.{q.name}"

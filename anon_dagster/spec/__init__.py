@@ -6,7 +6,7 @@ queries, composition with earlier releases and the publication target. Validatio
 *every* problem at once, each with file, key and column (:class:`~anon_dagster.errors.SpecError`).
 
 Modules: :mod:`.columns` (roles, pseudonymization, hierarchies), :mod:`.policy` (adversary,
-population, the thresholds derived from the criteria registry), :mod:`.models` (the release
+population, the thresholds derived from the criteria registry, the attacks), :mod:`.models` (the release
 spec and its derived views), :mod:`.loading` (YAML, validation, data checks).
 """
 
@@ -46,7 +46,14 @@ from .models import (
     SourceSpec,
     UtilityQuerySpec,
 )
-from .policy import PolicySpec, PopulationSpec, RecursiveCL, ThresholdsSpec
+from .policy import (
+    AttackControlSpec,
+    AttacksSpec,
+    PolicySpec,
+    PopulationSpec,
+    RecursiveCL,
+    ThresholdsSpec,
+)
 
 __all__ = [
     "DEFAULT_PSEUDONYM_SCOPE",
@@ -55,6 +62,8 @@ __all__ = [
     "SAFE_PSEUDONYM_METHODS",
     "UNSAFE_HASHES",
     "AnonymizationSpec",
+    "AttackControlSpec",
+    "AttacksSpec",
     "Cadence",
     "ColumnSpec",
     "CompositionSpec",

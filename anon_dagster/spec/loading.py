@@ -23,7 +23,7 @@ from ..hierarchies import DateHierarchy
 from ..objectstore import location_problem, scheme_of, shown
 from .columns import column_problems
 from .models import ReleaseSpec
-from .policy import policy_problems, threshold_message
+from .policy import attacks_message, policy_problems, threshold_message
 
 
 def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
@@ -33,6 +33,8 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
         key = ".".join(str(part) for part in loc)
         message = err["msg"]
         special = threshold_message(loc, err)
+        if special is None:
+            special = attacks_message(loc, err)
         if special is not None:
             message = special
         elif err["type"] == "extra_forbidden":
