@@ -7,6 +7,9 @@ the spec pseudonymizes (the key store is opened only then) and drops the others,
 ``OUT.transformations.json`` beside it, both atomically. Suppressed rows are not in OUT; their
 count and breakdown are in the record. Bad input or an unreachable policy exits with status 2
 and one line, and nothing is written.
+
+``--engine spark`` (``--spark-master``, default ``local[2]``) runs the same steps on Spark and
+writes OUT as a parquet folder of part files (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -14,14 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
-from ..anonymize.record import Source, TransformationRecord
-from ..errors import UserError
-from ..io import table_format, write_table_atomic
-from ..release.gate import publishable_view
+from ..anonymize.record import TransformationRecord
 from ..spec import load_spec
+from ._engine import add_engine_arguments, engine_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, help="output table (.parquet or .csv)")
     p.add_argument("--partition", help="only the rows of this partition (e.g. 2024, 2024-03)")
     p.add_argument("--quiet", action="store_true", help="no summary, no progress")
+    add_engine_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -63,30 +64,17 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pseudonymize import open_keystore
-    from ..release import pipeline
-
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
-    out = Path(args.output)
-    table_format(out)  # fail early on an unknown suffix
-    ingested = pipeline.ingest(spec, args.partition, args.input)
-    if out.resolve() == Path(ingested.source).resolve():
-        raise UserError(f"{out}: the output would overwrite the input")
-    keystore = open_keystore() if spec.pseudonymized else None
-    # no linkage column: this output is not composed with the ledger
-    pseudo = pipeline.pseudonymize(spec, ingested.data, keystore, linkage=False, partition=args.partition)
     progress = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
-        result = pipeline.anonymize(spec, pseudo.data, progress=progress, relax=False)
+        with engine_of(args) as engine:
+            outcome = engine.anonymize_release(spec, output=args.output, partition=args.partition,
+                                               input_path=args.input, progress=progress)
     finally:
         progress.close()
-    df = ingested.data
-    record = replace(result.record, source=Source(rows=len(df), partition=args.partition))
-    write_table_atomic(publishable_view(result.data), out)
-    record.write(out.with_name(out.name + ".transformations.json"))
     if not args.quiet:
-        print(summary(record, out, time.perf_counter() - t0))
+        print(summary(outcome.record, outcome.output, time.perf_counter() - t0))
     return 0
 
 

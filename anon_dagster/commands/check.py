@@ -9,6 +9,10 @@ Exit status: 0 when every blocking check passes, 1 when the release would be ref
 bad input (one line, no traceback). ``--json`` prints ``{"release", "partition", "verdict":
 "pass"|"fail", "checks": [{"name", "spec_key", "passed", "severity", "measured",
 "threshold"}], "evaluation"}``.
+
+``--engine spark`` takes the rows through the same gate on Spark (``--spark-master``, default
+``local[2]``): the same checks and verdicts, from frequency tables Spark aggregates
+(docs/scale.md).
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import argparse
 import json
 
 from ..release.ledger import open_ledger
-from ..release.pipeline import needs_keystore, run_gate
+from ..release.pipeline import needs_keystore
 from ..spec import load_spec
+from ._engine import add_engine_arguments, engine_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", help="data to check (default: the spec's source)")
     p.add_argument("--ledger", help="ledger file, which must exist (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    add_engine_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -40,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     wants_ledger = args.ledger is not None or spec.composition is not None or spec.publication.mode == "aggregates"
     keystore = open_keystore() if needs_keystore(spec) or wants_ledger else None
     ledger = open_ledger(args.ledger, keystore) if wants_ledger else None
-    evaluation = run_gate(spec, partition=args.partition, input_path=args.input, keystore=keystore,
-                          ledger=ledger).evaluation
+    with engine_of(args) as engine:
+        evaluation = engine.run_gate(spec, partition=args.partition, input_path=args.input, keystore=keystore,
+                                     ledger=ledger).evaluation
     print(json.dumps(evaluation.to_json(), indent=2, ensure_ascii=False) if args.json else evaluation.render_text())
     return 0 if evaluation.passed else 1

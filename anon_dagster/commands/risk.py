@@ -10,6 +10,8 @@ With ``--config`` the QIs, sensitive attributes (with their kind, order and hier
 population, count column and sampling fraction come from the release spec (options given on the
 command line override them); the data is ``--input`` or the spec's source, and the spec's
 population path resolves relative to the spec. Bad input exits with status 2 and one line.
+``--config`` with ``--engine spark`` (``--spark-master``, default ``local[2]``) measures the data
+on Spark: Spark counts the frequency table, the same code computes the figures (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -18,19 +20,15 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pandas as pd
-
+from ..engine.base import DEFAULT_ENGINE
 from ..errors import DataError, UserError
 from ..io import read_table
-from ..partitions import read_release_data
 from ..release.report import format_value
 from ..risk.measures import CONTRACT_KEYS, RiskMeasures, measure_risk
 from ..spec import ReleaseSpec
-
-if TYPE_CHECKING:
-    from ..anonymize.record import TransformationRecord
+from ._engine import add_engine_arguments, engine_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--generalized", action="store_true",
                    help="with --config: the data is already generalized, skip the hierarchy coverage check")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
+    add_engine_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -97,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("missing DATA (a csv or parquet file), or use --config SPEC.yaml")
         if args.input or args.partition or args.generalized:
             raise UserError("--input, --partition and --generalized need --config")
+        if args.engine != DEFAULT_ENGINE:
+            raise UserError(f"--engine {args.engine} needs --config: the DATA form measures with pandas")
         qis = _names(args.qi)
         if not qis:
             raise UserError("--qi is empty: name the quasi-identifier columns, comma-separated")
@@ -153,28 +154,16 @@ _SPEC_DECLARES = ("qi", "sensitive", "population", "count_column", "population_q
 def _run_spec(args: argparse.Namespace) -> int:
     """``risk --config``: the release gate's own measurement of the data; exit 1 when a declared
     threshold fails."""
-    from ..release import gate
     from ..spec import load_spec
 
     given = [name for name in _SPEC_DECLARES if getattr(args, name)]
     if given:
         raise UserError(f"--{given[0].replace('_', '-')} cannot be combined with --config: the spec declares it")
     spec = load_spec(args.config)
-    df, path = read_release_data(spec, args.partition, args.input)
-    for col in [*spec.quasi_identifiers, *spec.sensitive]:
-        if col not in df.columns:
-            raise DataError(f"{path}: column {col!r} declared in {args.config} is missing from the data")
-    if len(df) == 0:
-        raise DataError(f"{path}: the table is empty: there are no rows to measure")
-    if not args.generalized:
-        # a value the hierarchy cannot place (text under an interval hierarchy, an unknown code)
-        # would make the release fail later: say so now, naming column and value
-        for name, hierarchy in spec.hierarchies.items():
-            if name in spec.quasi_identifiers:
-                hierarchy.table(pd.unique(df[name]))
-    population = gate.population_for(spec, df, _record_beside(Path(path)))
-    measures = gate.risk_measures(spec, df, population)
-    out = gate.release_figures(spec, measures, population)
+    with engine_of(args) as engine:
+        measured = engine.measure_release(spec, partition=args.partition, input_path=args.input,
+                                          generalized=args.generalized)
+    measures, out, path = measured.measures, measured.figures, measured.source
     verdicts = policy_verdicts(out, spec)
     if verdicts:
         out["policy_thresholds"] = verdicts
@@ -185,14 +174,6 @@ def _run_spec(args: argparse.Namespace) -> int:
         if verdicts:
             print(render_verdicts(verdicts))
     return 0 if all(v["passed"] for v in verdicts) else 1
-
-
-def _record_beside(path: Path) -> TransformationRecord | None:
-    """The transformation record `anonymize` wrote beside an anonymized output, if any."""
-    from ..anonymize.record import TransformationRecord
-
-    record_path = path.with_name(path.name + ".transformations.json")
-    return TransformationRecord.read(record_path) if record_path.exists() else None
 
 
 def policy_verdicts(measured: dict[str, Any], spec: ReleaseSpec) -> list[dict[str, Any]]:
