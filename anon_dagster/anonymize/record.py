@@ -238,6 +238,30 @@ class PersonSuppression(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AttackControl(JsonObject):
+    """The control records of the release's attacks (``policy.attacks``), set aside before the
+    anonymization (:func:`anon_dagster.release.pipeline.control_split`).
+
+    ``source`` is ``population`` (the declared population's records not in the sample: nothing
+    withheld) or ``withheld`` (a keyed slice of whole persons withheld from the release: they are
+    not in it); ``rows_before`` the partition's rows before the slice, ``rows_withheld`` and
+    ``persons_withheld`` what the slice took (0 from the population), ``control_rows`` the control
+    records; ``fraction`` and ``min_rows`` the slice's declared size; ``note`` why this source;
+    ``selection`` a SHA-256 of the withheld rows' positions in the partition, by which the
+    evaluation checks that it re-derived the very same slice. Counts only: never who was withheld."""
+
+    source: str = key("str")
+    rows_before: int = key("int")
+    rows_withheld: int = key("int")
+    persons_withheld: int = key("int")
+    control_rows: int = key("int")
+    fraction: float = key("number")
+    min_rows: int = key("int")
+    note: str = key("str")
+    selection: str = key("str")
+
+
+@dataclass(frozen=True, kw_only=True)
 class TransformationRecord(JsonObject):
     """What one anonymization of one table did (module docstring; keys in docs/anonymization.md).
 
@@ -245,7 +269,9 @@ class TransformationRecord(JsonObject):
     (and ``cell_suppression`` with cell suppression) are global recoding's, ``mondrian`` and
     ``microaggregation`` those methods', ``pram`` is there when PRAM ran. ``source`` is added by
     the CLI, ``policy_unreachable`` by the release pipeline when it shows a relaxed anonymization
-    because the declared policy cannot be met.
+    because the declared policy cannot be met, ``attack_control`` by the release pipeline when
+    the spec declares ``policy.attacks`` (the control records set aside before this anonymization;
+    ``rows_in`` then counts the rows after the slice).
     """
 
     format: str = key("str")
@@ -272,6 +298,7 @@ class TransformationRecord(JsonObject):
     source: Source | None = key(optional=True, section=Source)
     policy_unreachable: str | None = key("str", optional=True)
     person_suppression: PersonSuppression | None = key(optional=True, section=PersonSuppression)
+    attack_control: AttackControl | None = key(optional=True, section=AttackControl)
 
     @classmethod
     def from_json(cls, data: Any, where: str | None = None, prefix: str = "") -> TransformationRecord:

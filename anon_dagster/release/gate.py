@@ -31,14 +31,23 @@ from ..spec import ReleaseSpec, build_hierarchy
 from .evaluation import CheckResult, as_float, class_size_histogram
 from .report import format_value as _fmt
 
-# Columns the pipeline carries next to the data but never publishes.
+# Columns the pipeline carries next to the data but never publishes: the linkage pseudonym, and
+# each anonymized row's position in the pseudonymized partition (with ``policy.attacks``: the
+# attacks need each released row's record before anonymization, after the table is stored).
 LINKAGE_COLUMN = "__anon_linkage"
-INTERNAL_COLUMNS = (LINKAGE_COLUMN,)
+SOURCE_ROW_COLUMN = "__anon_source_row"
+INTERNAL_COLUMNS = (LINKAGE_COLUMN, SOURCE_ROW_COLUMN)
 
 
 # The verdict of one check (name, passed, severity, value, threshold, comparison, summary,
 # details, spec key): one type for the gate, the pipeline, the CLI and Dagster.
 Outcome = CheckResult
+
+
+def anonymization_hash(table: pd.DataFrame) -> str:
+    """The table hash a record's ``output_hash`` describes: the anonymization's own table, without
+    :data:`SOURCE_ROW_COLUMN` (which the pipeline adds after it)."""
+    return table_hash(table.drop(columns=[SOURCE_ROW_COLUMN]) if SOURCE_ROW_COLUMN in table.columns else table)
 
 
 def publishable_view(df: pd.DataFrame) -> pd.DataFrame:
@@ -120,7 +129,7 @@ def population_in_classes(spec: ReleaseSpec, anonymized: pd.DataFrame,
         raise DataError(
             f"{spec.label}: no transformation record for this table: the population cannot be put "
             "into the published classes (materialize the anonymized asset again)")
-    if record.output_hash != table_hash(anonymized):
+    if record.output_hash != anonymization_hash(anonymized):
         raise DataError(
             f"{spec.label}: the stored transformation record does not describe this anonymized table "
             "(output hash differs): materialize the anonymized asset again")
@@ -409,7 +418,7 @@ def summary_markdown(title: str, outcomes: list[Outcome], measures: Mapping[str,
 
 
 __all__ = [
-    "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "Outcome", "as_float",
+    "INTERNAL_COLUMNS", "LINKAGE_COLUMN", "SOURCE_ROW_COLUMN", "Outcome", "anonymization_hash", "as_float",
     "class_size_histogram", "class_sizes", "contract_problems", "gate_outcomes",
     "load_population", "load_record", "measure", "population_in_classes", "publishable_view", "published_classes", "raw_identifier_values",
     "summary_markdown", "threshold_outcomes", "utility_outcomes",

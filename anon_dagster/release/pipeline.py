@@ -11,9 +11,10 @@ them to every figure (risk, class sizes, small classes, composition).
   spec composes releases, adds the ledger's linkage pseudonym (never published);
 - :func:`anonymize` generalizes and suppresses as the spec declares; a policy no transformation
   reaches gives the closest evidence instead (see :func:`anonymize`), never a crash without
-  check results;
+  check results. With ``policy.attacks`` it first sets the attacks' control records aside
+  (:mod:`anon_dagster.release.attacks`): a withheld slice is never published;
 - :func:`evaluate` judges the anonymized table against every declared check
-  (:class:`~anon_dagster.release.evaluation.Evaluation`);
+  (:class:`~anon_dagster.release.evaluation.Evaluation`), the attacks included;
 - :func:`~anon_dagster.release.publication.publish` writes a passing evaluation's publication
   (the protocol is in :mod:`anon_dagster.release.publication`);
   :func:`~anon_dagster.release.publication.record_refusal` keeps a failing one's report.
@@ -36,6 +37,7 @@ from ..io import plain_json
 from ..partitions import read_release_data
 from ..risk.exposure import small_classes
 from ..spec import ReleaseSpec, check_data
+from . import attacks as gate_attacks
 from . import gate
 from .evaluation import CheckResult, Evaluation
 from .ledger import Ledger, dataset_hash, linkage_pseudonyms
@@ -148,6 +150,15 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
               relax: bool = True) -> Anonymized:
     """The spec's anonymization; when its policy is unreachable, the closest evidence instead.
 
+    With ``policy.attacks``, the attacks' control records are set aside first
+    (:func:`~anon_dagster.release.attacks.control_split`): the declared population's records not
+    in the sample (nothing withheld), else a keyed slice of whole persons withheld from the
+    release, which never sees them. The rest is anonymized as below; the record's
+    ``attack_control`` says what was set aside (counts only, ``rows_in`` counts the rows after
+    the slice) and each row carries its position in ``pseudonymized``
+    (:data:`~anon_dagster.release.gate.SOURCE_ROW_COLUMN`, never published), so that
+    :func:`evaluate` attacks the release with its people's own records.
+
     With ``relax=False`` an unreachable policy raises the anonymizer's ``NoSolution`` (a
     UserError naming the closest node and the criterion it misses) instead.
 
@@ -164,6 +175,20 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     columns are published unchanged, so they link the same rows before and after. Then
     :func:`reach_k_per_person` removes the persons still below k (none after that search).
     """
+    split = gate_attacks.control_split(spec, pseudonymized)
+    if split is None:
+        return _anonymize(spec, pseudonymized, progress, relax=relax)
+    base = pseudonymized.reset_index(drop=True)
+    positions = np.flatnonzero(split.released)
+    done = _anonymize(spec, base.iloc[positions], progress, relax=relax)
+    data, record = gate_attacks.mark_released(done.data, done.record, positions,
+                                              gate_attacks.control_section(spec, base, split))
+    return Anonymized(data, record, done.suppressed, done.unreachable)
+
+
+def _anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None, *,
+               relax: bool = True) -> Anonymized:
+    """:func:`anonymize` of the rows given (the control records already set aside)."""
     from ..anonymize import anonymize as run_anonymization
     from ..anonymize.core import empty_record
 
@@ -265,10 +290,15 @@ def evaluate(
 
     ``record`` is the transformation record that produced ``anonymized`` (it places the
     declared population into the published classes); ``original`` the table before
-    anonymization (utility queries compare with it); ``raw`` the ingested table (its identifier
+    anonymization (utility queries compare with it; the attacks re-derive their control records
+    from it and take each released row's record from it); ``raw`` the ingested table (its identifier
     values must never appear in the publication); ``ledger`` holds the earlier publications the
     release is composed with (and the ε budget). A check that cannot be computed fails and
     says why: it never passes silently.
+
+    The attacks of ``policy.attacks`` run once per evaluation (cached by spec, output and
+    partition hashes: :func:`~anon_dagster.release.attacks.attack_figures`); their figures are in
+    ``measures["attacks"]`` and in each attack check's ``details``.
     """
     declared = declared_checks(spec)
     wanted = [d for d in declared if only is None or d.name in only]
@@ -277,7 +307,9 @@ def evaluate(
     measures: dict[str, Any] = {}
     classes = None
     view = gate.publishable_view(anonymized)
-    risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract")}
+    attack_names = {d.name for d in wanted if d.name in gate_attacks.ATTACK_CHECKS}
+    risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract")
+                  and d.name not in attack_names}
     if risk_names:
         try:
             population = gate.population_in_classes(spec, anonymized, record)
@@ -295,6 +327,17 @@ def evaluate(
         except Exception as exc:  # every check still gets a result: failed, saying why
             for d in wanted:
                 if d.name in risk_names:
+                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
+                                                  summary=f"could not be measured: {describe_error(exc)}")
+    if attack_names:
+        try:
+            run = gate_attacks.attack_figures(spec, anonymized, record, original)
+            measures = {**measures, "attacks": run.to_dict()}
+            for outcome in gate_attacks.attack_outcomes(spec, run, attack_names):
+                results[outcome.name] = _result(outcome, declared)
+        except Exception as exc:  # every attack check still gets a result: failed, saying why
+            for d in wanted:
+                if d.name in attack_names:
                     results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
     composition = assignment = None

@@ -1,5 +1,6 @@
 """The report itself: a pure function of its inputs, in four sections (identification,
-hypotheses, measures, verdict), and the risk-utility frontier of a global-recoding search."""
+hypotheses, measures, verdict), the risk-utility frontier of a global-recoding search, and the
+attacks of ``policy.attacks`` when the spec declares them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ...criteria import ATTACK_CRITERIA, EVIDENCE_MARGIN
 from .inputs import risk_distribution
 from .values import canonical, format_value
 
@@ -194,6 +196,69 @@ def headline_text(headline: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {format_value(v, missing='not measured')}" for k, v in headline["figures"].items())
 
 
+ATTACK_LABELS = {
+    "singling_out_univariate": "singling out (one column at a time)",
+    "singling_out_multivariate": "singling out (every column together)",
+    "linkability": "linkability",
+    "inference": "inference",
+}
+ATTACK_HEADER = ["attack", "secret", "main", "control", "baseline", "residual risk", "95% interval",
+                 "targets (main / control)", "complete"]
+
+
+def attacks_section(attacks: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The report's Attacks section from the attacks' figures (``AttackRun.to_dict()``) and the
+    checks: the control records and what they cost the release, one row per attack and secret
+    (main, control and baseline rates, residual risk and its interval, targets), and each attack
+    check's verdict. Rates, counts and column names only: never a predicate, a matched row or a
+    guessed value."""
+    control = dict(attacks.get("control") or {})
+    before = int(control.get("rows_before") or 0)
+    withheld = int(control.get("rows_withheld") or 0)
+    if control.get("source") == "population":
+        cost = (f"The control records are the declared population's {control.get('control_rows')} records not "
+                "in the sample: nothing was withheld from the release.")
+    else:
+        share = withheld / before if before else 0.0
+        cost = (f"{withheld} of the partition's {before} rows ({share:.1%}; {control.get('persons_withheld')} "
+                "persons) were withheld before anonymization as control records: they are not in the release, "
+                "which costs that share of it.")
+    rows = []
+    for r in attacks.get("results") or []:
+        residual = r.get("residual") or {}
+        rows.append({
+            "attack": r.get("attack"), "label": ATTACK_LABELS.get(str(r.get("attack")), r.get("attack")),
+            "secret": r.get("secret"), "main": (r.get("main") or {}).get("rate"),
+            "control": (r.get("control") or {}).get("rate"), "baseline": (r.get("baseline") or {}).get("rate"),
+            "residual": residual.get("risk"), "low": residual.get("low"), "high": residual.get("high"),
+            "targets_main": (r.get("targets") or {}).get("main"),
+            "targets_control": (r.get("targets") or {}).get("control"),
+            "complete": bool(r.get("complete")), "cut": r.get("cut"),
+        })
+    names = {c.check_name for c in ATTACK_CRITERIA.values()}
+    verdicts = [{"name": c["name"], "passed": bool(c["passed"]), "severity": c.get("severity", "error"),
+                 "value": c.get("value"), "threshold": c.get("threshold"), "summary": c.get("summary")}
+                for c in checks if c["name"] in names]
+    return {
+        "control": control, "cost": cost, "columns": list(attacks.get("columns") or []),
+        "secrets": list(attacks.get("secrets") or []), "released_rows": attacks.get("released_rows"),
+        "budget_seconds": attacks.get("budget_seconds"), "results": rows, "checks": verdicts,
+        "note": ("Residual risk = (main - control) / (1 - control): what the release gives an attacker about "
+                 "the people in it beyond what the population's regularities give (main targets are people "
+                 "of the release, control targets people not in it, the baseline guesses without the "
+                 "target's record); 95% interval. An attack check passes when the residual risk is at most "
+                 f"its threshold and the interval's upper end at most the threshold + {EVIDENCE_MARGIN:g}."),
+    }
+
+
+def attack_rows(section: Mapping[str, Any]) -> list[list[Any]]:
+    """The rows of the Attacks table, as :data:`ATTACK_HEADER` names them."""
+    return [[r["label"], r["secret"] or "", r["main"], r["control"], r["baseline"], r["residual"],
+             f"[{format_value(r['low'])}, {format_value(r['high'])}]",
+             f"{format_value(r['targets_main'])} / {format_value(r['targets_control'])}",
+             "yes" if r["complete"] else f"no: {r['cut']}"] for r in section["results"]]
+
+
 def _public_name(location: str | None) -> str | None:
     """What a report may say of where a file is: an object-storage URI as is (the public
     location), a local path only by its file name (the publisher's folders are not the reader's)."""
@@ -262,6 +327,9 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
             "review_after_days": spec["policy"]["review_after_days"],
         },
     }
+    if inputs.get("attacks"):
+        # only with policy.attacks: reports evaluated without them rebuild as they were
+        report["measures"]["attacks"] = attacks_section(inputs["attacks"], checks)
     if inputs.get("headline_risk"):
         # absent from reports evaluated before the adversary named a headline: they rebuild as they were
         report["measures"]["headline_risk"] = inputs["headline_risk"]

@@ -6,7 +6,14 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .content import _frontier_note, _frontier_rows, headline_text, population_uniqueness_table
+from .content import (
+    ATTACK_HEADER,
+    _frontier_note,
+    _frontier_rows,
+    attack_rows,
+    headline_text,
+    population_uniqueness_table,
+)
 from .svg import svg_bars, svg_frontier
 from .values import format_value
 
@@ -125,6 +132,16 @@ def render_html(report: Mapping[str, Any]) -> str:
         parts.append(f"<h3>Differential privacy</h3><p>ε = {e(format_value(dp.get('epsilon')))} — {e(dp.get('mechanism', ''))}</p>")
         parts.append(_html_table(["measure", "sensitivity", "std per cell", "95% half-width"],
                                  [[m, v.get("sensitivity"), v.get("std"), v.get("interval_95")] for m, v in sorted((dp.get("measures") or {}).items())]))
+    attacks = meas.get("attacks")
+    if attacks:
+        parts.append(f"<h3>Attacks</h3><p>{e(attacks['cost'])}</p>")
+        parts.append(_html_table(ATTACK_HEADER, attack_rows(attacks)))
+        parts.append(f"<p>{e(attacks['note'])}</p>")
+        if attacks["checks"]:
+            parts.append("<ul>" + "".join(
+                f'<li><b>{e(c["name"])}</b> (<span class="{"ok" if c["passed"] else "bad"}">'
+                f'{"passed" if c["passed"] else "FAILED"}</span>): {e(format_value(c["summary"]))}</li>'
+                for c in attacks["checks"]) + "</ul>")
     parts += [
         "<h2>4. Verdict and expiry</h2>",
         "<table><tr><th>check</th><th>passed</th><th>severity</th><th>value</th><th>threshold</th><th>summary</th></tr>",

@@ -149,6 +149,7 @@ def report_inputs(
     seed: int | None = None,
     published_path: str | None = None,
     report_path: str | None = None,
+    attacks: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything a report states, as one canonical dict (stored in the ledger entry).
 
@@ -160,13 +161,18 @@ def report_inputs(
     :class:`~anon_dagster.release.composition.CompositionResult` or its dict; ``dp`` the DP
     aggregates' ``to_dict()`` (with ``budget``); ``checks`` the gate's outcomes (objects or
     dicts with name, passed, severity, value, threshold, summary), computed from the declared
-    thresholds when omitted. ``evaluated_at`` defaults to now (UTC).
+    thresholds when omitted. ``attacks`` is the attacks' figures of ``policy.attacks``
+    (:meth:`~anon_dagster.release.attacks.AttackRun.to_dict`: counts, rates, intervals and
+    column names), taken from ``measures["attacks"]`` when not given (and then left out of the
+    measures). ``evaluated_at`` defaults to now (UTC).
     """
     if evaluated_at is None:
         evaluated_at = datetime.now(UTC)
     if isinstance(evaluated_at, datetime):
         evaluated_at = evaluated_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     measures = dict(measures or {})
+    if attacks is None and isinstance(measures.get("attacks"), Mapping):
+        attacks = measures.pop("attacks")
     record = dict(anonymization_record or {})
     if suppression is None and isinstance(record.get("suppression"), Mapping):
         suppression = record["suppression"]
@@ -217,4 +223,6 @@ def report_inputs(
         "headline_risk": (headline_risk(spec.policy.adversary, measures)
                           if spec.publication.mode == "rows" else None),
     }
+    if attacks is not None:  # only with policy.attacks: other reports' inputs are as they were
+        inputs["attacks"] = attacks
     return canonical(inputs)

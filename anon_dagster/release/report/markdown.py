@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .content import _frontier_note, _frontier_rows, headline_text, population_uniqueness_table
+from .content import (
+    ATTACK_HEADER,
+    _frontier_note,
+    _frontier_rows,
+    attack_rows,
+    headline_text,
+    population_uniqueness_table,
+)
 from .values import format_value
 
 # characters Markdown reads as emphasis, code, links or HTML: ``k1*k2/N`` must not turn italic
@@ -111,6 +118,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         rows = [[m, v.get("sensitivity"), v.get("std"), v.get("interval_95")] for m, v in sorted((dp.get("measures") or {}).items())]
         if rows:
             out += _md_table(["measure", "sensitivity", "std per cell", "95% half-width"], rows) + [""]
+    attacks = meas.get("attacks")
+    if attacks:
+        out += ["**Attacks**", "", md_text(attacks["cost"]), ""]
+        out += _md_table(ATTACK_HEADER, attack_rows(attacks)) + [""]
+        out += [md_text(attacks["note"]), ""]
+        out += [f"- **{c['name']}** ({'passed' if c['passed'] else 'FAILED'}): {md_text(c['summary'])}"
+                for c in attacks["checks"]] + ([""] if attacks["checks"] else [])
     out += ["## 4. Verdict and expiry", ""]
     out += _md_table(["check", "passed", "severity", "value", "threshold"],
                      [[c["name"], "yes" if c["passed"] else "NO", c.get("severity"), c.get("value"), c.get("threshold")] for c in verdict["checks"]])

@@ -13,6 +13,11 @@
 
 The slice is keyed with the key store's ``attack-control`` key when the release has a key store,
 else with the spec's hash and the partition (reproducible, not secret). Nothing is written.
+
+A spec that declares ``policy.attacks`` is attacked exactly as its release gate attacks it: the
+pipeline's own anonymization sets the control records aside (:mod:`anon_dagster.release.attacks`,
+keyed by the partition's content), and the figures are the gate's (``--secret`` and the budget
+options still apply).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 from ...errors import UserError
 from ...release import gate, pipeline
 from ...spec import ReleaseSpec
-from . import run_attacks
+from . import ATTACKS, run_attacks
 from .engine import AttackConfig
 from .result import AttackResult
 from .targets import ControlSplit, select_control
@@ -108,6 +113,8 @@ def attack_partition(spec: ReleaseSpec, *, partition: str | None = None, input_p
     for s in chosen:
         if s not in published:
             raise UserError(f"{spec.label}: secret column {s!r} is not a published column of the release")
+    if spec.policy.attacks is not None:
+        return _as_the_gate_does(spec, partition, table, secrets=list(secrets) if secrets else None, config=config)
     split: ControlSplit = select_control(
         table, key=control_key(spec, keystore, partition), persons=gate.person_link(spec, view),
         population=gate.load_population(spec), columns=list(dict.fromkeys([*columns, *chosen])))
@@ -124,6 +131,24 @@ def attack_partition(spec: ReleaseSpec, *, partition: str | None = None, input_p
                           config=config)
     return PartitionAttack(spec.release, partition, anonymized.record.method, len(table), len(release),
                            split.source, len(control), split.note, results, anonymized.unreachable)
+
+
+def _as_the_gate_does(spec: ReleaseSpec, partition: str | None, table: Any, *, secrets: list[str] | None,
+                      config: AttackConfig | None) -> PartitionAttack:
+    """Every attack, on the pipeline's own anonymization of a spec declaring ``policy.attacks``
+    (its control records set aside as the release sets them aside); the secrets default to the
+    spec's (``policy.attacks.secrets``, else the sensitive columns)."""
+    from ...release import attacks as gate_attacks
+    from ...spec.policy import attack_secrets
+
+    chosen = secrets if secrets is not None else [s for s in attack_secrets(spec) if s in table.columns]
+    anonymized = pipeline.anonymize(spec, table)
+    run = gate_attacks.attack_figures(spec, anonymized.data, anonymized.record, table, secrets=chosen,
+                                      config=config or AttackConfig(), attacks=list(ATTACKS))
+    control = run.control
+    return PartitionAttack(spec.release, partition, anonymized.record.method, len(table), run.released_rows,
+                           str(control["source"]), int(control["control_rows"]), str(control["note"]),
+                           run.results, anonymized.unreachable)
 
 
 __all__ = ["CONTROL_PURPOSE", "PartitionAttack", "attack_partition", "control_key"]
