@@ -178,3 +178,28 @@ def test_a_cut_attack_says_so():
         [result("linkability", 0.0, -0.01, 0.02, cut="time budget of 1 s reached: 512 main and 512 control targets attacked")],
         0.05)
     assert judged.passed and "cut by its budget: time budget of 1 s reached" in judged.summary
+
+
+# ----- the documentation -----------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _attacks_section() -> str:
+    return (DOCS / "contracts.md").read_text(encoding="utf-8").split("### Attacks (`policy.attacks`)", 1)[1]
+
+
+def test_the_contracts_attacks_table_says_what_the_attack_criteria_say():
+    lines = [line for line in _attacks_section().split("```", 2)[2].splitlines() if line.startswith("|")][2:]
+    rows = [[cell.strip().strip("`") for cell in line.strip().strip("|").split("|")] for line in lines]
+    declared = {r[0]: r[1] for r in rows if r[0] in ATTACK_CRITERIA}
+    assert declared == {k: c.check_name for k, c in ATTACK_CRITERIA.items()}
+    for key in declared:
+        assert ATTACK_CRITERIA[key].threshold_type.text in next(r[3] for r in rows if r[0] == key)
+
+
+def test_the_contracts_attacks_example_validates():
+    block = yaml.safe_load(_attacks_section().split("```yaml\n", 1)[1].split("```", 1)[0])
+    spec = spec_from_dict(raw_spec(block["policy"]["attacks"]))
+    assert [c.name for c in declared_checks(spec)][:3] == ["singling_out_risk", "linkability_risk", "inference_risk"]
+    assert spec.policy.attacks.secrets == ["diagnosis"] and spec.policy.attacks.budget_seconds == 60
