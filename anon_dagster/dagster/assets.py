@@ -57,7 +57,7 @@ from ..release.ledger import Ledger
 from ..release.publication import reports_folder
 from ..release.stored import evaluate_stored
 from ..spec import ReleaseSpec
-from . import ordering
+from . import evaluations, ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
 from .alerts import Refusal, RefusalAlertResource, reason_lines, refusal_alert_from_env
 from .metadata import anonymized_metadata, as_metadata, check_metadata, fit, md_value
@@ -185,10 +185,16 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if waited:  # judged against the ledger as it is; the publication step waits again
             context.log.warning(waited)
         ledger = run_ledger(context)
+        complete = selected == {c.name for c in t.checks(spec)}
+        tables = {"anonymized": anonymized, "pseudonymized": pseudonymized, "raw": raw}
+        before = evaluations.evaluation_key(spec, partition_of(context), **tables, ledger=ledger) if complete else None
         evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
                                      partition=partition_of(context), only=selected)
+        if before is not None and before == evaluations.evaluation_key(spec, partition_of(context), **tables,
+                                                                       ledger=ledger):
+            evaluations.remember(before, evaluation)  # for the publication step, if nothing changes
         report = None
-        if selected == {c.name for c in t.checks(spec)}:  # a complete evaluation: its evidence is kept
+        if complete:  # a complete evaluation: its evidence is kept
             kept = publication.keep_evaluation(spec, evaluation, ledger,
                                                reports_folder(spec, reports_dir, partition_of(context)))
             if kept.problem:
@@ -227,9 +233,12 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         refused: list[str] | None = None
         try:
             with ordering.population_lock(spec, ledger.path):
-                # re-verification: the gate evaluated again here, never read from Dagster's event storage
-                evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                                             partition=partition)
+                # re-verification: the gate evaluated here, never read from Dagster's event storage; the
+                # checks' evaluation of these very tables against this very ledger state is taken up
+                key = evaluations.evaluation_key(spec, partition, anonymized=anonymized, pseudonymized=pseudonymized,
+                                                 raw=raw, ledger=ledger)
+                evaluation = evaluations.recall(key) or evaluate_stored(
+                    spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition)
                 try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
                     done = publication.publish_release(
                         spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized, ledger=ledger,
