@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 DEMO_DATA := data/demo
 
-.PHONY: demo test lint venv browser bench clean
+.PHONY: demo test lint venv browser java bench clean
 
 # pip prints each package as it is fetched and installed: the first run takes a few minutes
 $(STAMP): pyproject.toml
@@ -31,10 +31,19 @@ browser:
 	        || echo "chromium could not be installed: the browser test will be skipped"; \
 	    else echo "chromium not installed and no root: the browser test will be skipped"; fi; }
 
+# A Java runtime for the Spark engine's tests (Debian's headless JRE); the tests skip with a reason
+# when the machine cannot install it.
+java:
+	@command -v java >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null) \
+	        || echo "Java could not be installed: the Spark tests will be skipped"; \
+	    else echo "Java not installed and no root: the Spark tests will be skipped"; fi; }
+
 demo: venv
 	$(PY) -m anon_dagster.demo run
 
-test: venv browser
+test: venv browser java
 	$(PY) -m pytest -q
 
 lint: venv

@@ -1,0 +1,221 @@
+"""Pseudonyms on Spark executors: the project's own keyed functions, keys re-derived where they run.
+
+The Spark engine pseudonymizes with ``mapInArrow``: each Arrow batch of the table goes through
+:func:`~anon_dagster.pseudonymize.methods.normalize_identifiers` and
+:func:`~anon_dagster.pseudonymize.methods.hmac_column` (or ``siv_column``, or
+``random_hex_column`` for scope ``row``), the very functions of the pandas engine, so a pseudonym
+is the same bytes on both engines. Spark's built-in ``hmac()`` is never used: its key is a literal
+of the query, printed in hex by ``explain()`` and written to the event log with the plan.
+
+How the key reaches the executors. Nothing secret is in the function Spark ships:
+
+- the function ``mapInArrow`` calls is pickled with everything it refers to, and travels inside
+  the task binary, which Spark stores as a broadcast block (memory, then the executors' local
+  disks under memory pressure); a function over 1 MB, and any ``sc.broadcast`` value, is written
+  by PySpark to a file under ``spark.local.dir`` in the clear (unless
+  ``spark.io.encryption.enabled``). A subkey in a closure or a broadcast is therefore a key on
+  disk, outside the key store's protection;
+- so the function carries only a :class:`KeyRequest` per key: which subkey (method, purpose,
+  key version, publication label, or an internal purpose) and a *check value*, 64 bits of
+  HMAC-SHA256 of a fixed label under the subkey (a one-way function of it, like the key store's
+  fingerprint: it tells the same key from another and reveals nothing of it);
+- each executor's Python worker opens the key store its own environment configures
+  (:func:`~anon_dagster.pseudonymize.keystore.open_keystore`: ``ANON_DAGSTER_MASTER_KEY``, or
+  ``ANON_DAGSTER_KEYSTORE`` with its passphrase, or Vault), derives the subkey there once and keeps
+  it in the worker's memory only. A derived key whose check value differs from the driver's stops
+  the job with one line: the executors' key store is not the driver's, and no pseudonym is made
+  with another key.
+
+The master key and the passphrase never enter the plan, the task binaries or the event log. On a
+cluster the executors' environment must carry the key store's variables through the cluster's
+secret mechanism (a Kubernetes secret, the resource manager's credentials); never through
+``spark.executorEnv.*``, which is Spark configuration and is written to the event log (the engine
+refuses a session whose configuration names a key-store variable).
+
+This module imports no pyspark: the functions run inside the workers Spark starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import SecretError
+
+CHECK_LABEL = b"anon_dagster spark key check"
+# The internal purpose whose HMAC counts the distinct identifiers of a scope-row column (the
+# pandas engine counts the normalized values; their keyed digests count the same and are never
+# published: only their number is read).
+DISTINCT_PURPOSE = "distinct-count"
+DISTINCT_PREFIX = "__distinct__"
+
+
+def check_value(key: bytes) -> str:
+    """64 bits of HMAC-SHA256(key, :data:`CHECK_LABEL`), hex: tells one key from another, reveals nothing."""
+    return hmac.new(bytes(key), CHECK_LABEL, hashlib.sha256).digest()[:8].hex()
+
+
+@dataclass(frozen=True)
+class KeyRequest:
+    """Which subkey a batch needs, and the check value of the driver's (no key material).
+
+    ``kind`` is ``pseudonym`` (``method``, ``purpose``, ``version``, ``publication``) or
+    ``internal`` (``purpose``, ``version``; None for the purpose's default version).
+    """
+
+    kind: str
+    purpose: str
+    method: str | None = None
+    version: int | None = None
+    publication: str | None = None
+    check: str = ""
+
+    def derive(self, keystore: Any) -> bytes:
+        if self.kind == "pseudonym":
+            return keystore.pseudonym_key(self.method, self.purpose, self.version, self.publication)
+        return keystore.derive_key(self.purpose, self.version)
+
+    def checked(self, keystore: Any) -> KeyRequest:
+        """This request with the check value of ``keystore``'s subkey (on the driver)."""
+        return KeyRequest(self.kind, self.purpose, self.method, self.version, self.publication,
+                          check_value(self.derive(keystore)))
+
+
+_KEYS: dict[KeyRequest, bytes] = {}
+_LOCK = threading.Lock()
+_STORE: list[Any] = []
+
+
+def executor_key(request: KeyRequest) -> bytes:
+    """The subkey ``request`` names, from the key store of this process's environment (opened
+    and derived once per worker process); SecretError when its check value is not the driver's."""
+    with _LOCK:
+        key = _KEYS.get(request)
+        if key is not None:
+            return key
+        from ..pseudonymize.keystore import open_keystore
+
+        try:
+            if not _STORE:
+                _STORE.append(open_keystore(create_dev=False))
+            key = request.derive(_STORE[0])
+        except SecretError as exc:
+            raise SecretError(f"a Spark executor cannot open the key store: {exc}") from None
+        if check_value(key) != request.check:
+            _STORE.clear()  # opened again next time: the environment may be fixed by then
+            raise SecretError(
+                "the key store of the Spark executors is not the driver's (the check value of the "
+                f"{request.kind} key {request.purpose!r} differs): give the executors the same key store "
+                "through their environment; no pseudonym was made with another key")
+        _KEYS[request] = key
+        return key
+
+
+@dataclass(frozen=True)
+class ColumnStep:
+    """One identifier column of a batch: dropped, or replaced by its pseudonyms.
+
+    ``method`` hmac or aes_siv, ``scope`` population, release or row, ``key`` the subkey's request
+    (None for scope row), ``prefix`` the version prefix, ``normalize`` (trim, case, unicode);
+    ``distinct`` the request of the key that counts a scope-row column's identifiers.
+    """
+
+    column: str
+    drop: bool = False
+    method: str = "hmac"
+    scope: str = "population"
+    purpose: str = "default"
+    key: KeyRequest | None = None
+    prefix: str = ""
+    normalize: tuple[bool, str, str] = (True, "keep", "NFC")
+    distinct: KeyRequest | None = None
+
+
+@dataclass(frozen=True)
+class LinkageStep:
+    """The ledger's linkage pseudonym of ``person`` (never published), in ``column``."""
+
+    column: str
+    person: str
+    key: KeyRequest
+    normalize: tuple[bool, str, str]
+
+
+@dataclass(frozen=True)
+class PseudonymPlan:
+    """What the executors do to each batch: the columns in order, then the linkage column."""
+
+    columns: tuple[ColumnStep, ...]
+    linkage: LinkageStep | None = None
+    output: tuple[str, ...] = field(default=())
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        from ..pseudonymize.methods import (
+            hmac_column,
+            normalize_identifiers,
+            random_hex_column,
+            siv_column,
+        )
+
+        def normalized(name: str, how: tuple[bool, str, str]) -> pa.Array:
+            values = batch.column(batch.schema.get_field_index(name)).to_pandas()
+            trim, case, unicode = how
+            return normalize_identifiers(values, trim=trim, case=case, unicode=unicode, column=name)
+
+        out: dict[str, pa.Array] = {}
+        replaced: dict[str, pa.Array] = {}
+        for step in self.columns:
+            if step.drop:
+                continue
+            arr = normalized(step.column, step.normalize)
+            if step.scope == "row":
+                result, _ = random_hex_column(arr, step.prefix)
+                digests, _ = hmac_column(executor_key(step.distinct), arr) if step.distinct else (None, 0)
+                if digests is not None:
+                    out[DISTINCT_PREFIX + step.column] = digests.cast(pa.string())
+            elif step.method == "hmac":
+                result, _ = hmac_column(executor_key(step.key), arr, step.prefix)
+            else:
+                result, _ = siv_column(executor_key(step.key), step.purpose, arr, step.prefix)
+            replaced[step.column] = result.cast(pa.string())
+        if self.linkage is not None:
+            step = self.linkage
+            text = normalized(step.person, step.normalize)
+            if text.null_count:
+                from ..errors import DataError
+
+                raise DataError(
+                    f"the person column has {text.null_count} values missing or empty after normalization: "
+                    "every published row needs a person to be composed with earlier releases")
+            linked, _ = hmac_column(executor_key(step.key), text)
+            out[step.column] = linked.cast(pa.string())
+        arrays, names = [], []
+        for name in self.output:
+            if name in replaced:
+                arrays.append(replaced[name])
+            elif name in out:
+                arrays.append(out[name])
+            else:
+                arrays.append(batch.column(batch.schema.get_field_index(name)))
+            names.append(name)
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def pseudonymize_batches(plan: PseudonymPlan):
+    """The function ``mapInArrow`` runs: ``plan`` applied to each batch (it holds no key)."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield plan.apply(batch)
+    return run
+
+
+__all__ = [
+    "CHECK_LABEL", "DISTINCT_PREFIX", "DISTINCT_PURPOSE", "ColumnStep", "KeyRequest", "LinkageStep",
+    "PseudonymPlan", "check_value", "executor_key", "pseudonymize_batches",
+]

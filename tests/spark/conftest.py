@@ -1,0 +1,78 @@
+"""One local Spark session for the Spark tests: ``local[2]``, few shuffle partitions, no UI.
+
+Spark needs Java: ``make test`` installs Debian's ``openjdk-17-jre-headless`` when it can (the
+Makefile's ``java`` target); without Java, or without pyspark, every Spark test is skipped and
+says why. The executors' Python workers inherit the environment the session is started with:
+it carries the tests' fixed master key (:data:`tests.support.keys.MASTER_KEY`), so they re-derive
+the keys the ``master_key`` fixture gives the driver (the key never enters Spark's configuration).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.keys import MASTER_KEY
+
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "2g",
+}
+
+
+def java_problem() -> str | None:
+    """Why Spark cannot start here (None when Java answers)."""
+    java = shutil.which("java") or (os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+                                    if os.environ.get("JAVA_HOME") else None)
+    if not java:
+        return "no Java runtime (install openjdk-17-jre-headless: make java)"
+    try:
+        subprocess.run([java, "-version"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"Java does not run ({type(exc).__name__})"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The session's SparkSession on ``local[2]`` (skips the test when Spark cannot start)."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+    problem = java_problem()
+    if problem:
+        pytest.skip(f"Spark needs Java: {problem}")
+    from anon_dagster.engine.spark_frames import start_session
+
+    saved = {k: os.environ.get(k) for k in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_KEYSTORE_STATE")}
+    os.environ["ANON_DAGSTER_MASTER_KEY"] = MASTER_KEY
+    os.environ["ANON_DAGSTER_KEYSTORE_STATE"] = str(tmp_path_factory.mktemp("executor-keystate"))
+    conf = {**SPARK_CONF, "spark.local.dir": str(tmp_path_factory.mktemp("spark-local"))}
+    try:
+        session = start_session("local[2]", "anon_dagster-tests", conf)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def spark_engine(spark, tmp_path: Path):
+    """A SparkEngine on the session's SparkSession, collecting through this test's folder."""
+    from anon_dagster.engine.spark_engine import SparkEngine
+
+    engine = SparkEngine(spark, scratch_dir=tmp_path / "scratch")
+    yield engine
+    engine.close()

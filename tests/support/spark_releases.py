@@ -1,0 +1,86 @@
+"""Small releases on parquet for the engines to agree on: a spec written from its sections and
+a few hundred generated discharges, two yearly partitions, identifiers to pseudonymize or drop."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from anon_dagster.cli import main
+
+
+def discharges(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """Generated discharges: identifiers (``pid``, ``name``), QIs with gaps and empty strings, a
+    sensitive diagnosis and an ordinal severity, admissions over 2023 and 2024."""
+    rng = np.random.default_rng(seed)
+    ages = rng.choice([23, 27, 31, 34, 38, 45, 52, 58, 61, 67], n).astype(float)
+    ages[rng.random(n) < 0.03] = np.nan
+    sex = rng.choice(["F", "M", ""], n, p=[0.49, 0.49, 0.02]).astype(object)
+    days = rng.integers(0, 730, n)
+    return pd.DataFrame({
+        "pid": [f"P{rng.integers(10**6, 10**7)}" for _ in range(n)],
+        "name": [f"Person {i:05d}" for i in range(n)],
+        "age": ages,
+        "sex": sex,
+        "zip": rng.choice(["28001", "28002", "28013", "28014", "46001", "46002"], n),
+        "region": rng.choice(["North", "South"], n),
+        "admitted": pd.Timestamp("2023-01-01") + pd.to_timedelta(days, unit="D"),
+        "diagnosis": rng.choice(["A10", "B20", "C30", "D40"], n, p=[0.4, 0.3, 0.2, 0.1]),
+        "severity": rng.choice([1, 2, 3], n),
+        "stay": rng.integers(1, 20, n),
+    })
+
+
+COLUMNS: dict[str, Any] = {
+    "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
+    "name": {"role": "identifier"},
+    "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [10, 20, 40]}},
+    "sex": {"role": "quasi"},
+    "zip": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [4, 2]}},
+    "region": {"role": "quasi", "partition_key": True},
+    "admitted": {"role": "insensitive"},
+    "diagnosis": {"role": "sensitive"},
+    "severity": {"role": "insensitive"},
+    "stay": {"role": "insensitive"},
+}
+
+
+def write_release(folder: Path, *, name: str = "tiny", data: pd.DataFrame | None = None,
+                  columns: dict[str, Any] | None = None, **sections: Any) -> Path:
+    """The spec (``folder/specs/<name>.yaml``) and its data (``folder/data/<name>.parquet``);
+    ``sections`` (anonymization, policy, utility_queries, composition, ...) are added verbatim."""
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "specs").mkdir(parents=True, exist_ok=True)
+    (data if data is not None else discharges()).to_parquet(folder / "data" / f"{name}.parquet", index=False)
+    spec = {
+        "release": name,
+        "source": {"path": f"../data/{name}.parquet"},
+        "partitions": {"cadence": "yearly", "start": "2023-01-01", "end": "2025-01-01", "column": "admitted"},
+        "columns": columns or COLUMNS,
+        **sections,
+        "publication": {"path": f"../published/{name}/{{partition}}.parquet"},
+    }
+    path = folder / "specs" / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def check_json(spec: Path, *args: str) -> tuple[int, dict]:
+    """``anon-dagster check SPEC --json ARGS``: the exit status and the JSON printed."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["check", str(spec), "--json", *args])
+    return code, json.loads(out.getvalue())
+
+
+def without_id(evaluation: dict) -> dict:
+    """The evaluation's JSON without its id (a digest of the data hash, which each engine
+    computes its own way)."""
+    return {k: v for k, v in evaluation.items() if k != "evaluation"}
