@@ -62,7 +62,7 @@ from .alerts import RESOURCE_KEY as ALERT_KEY
 from .alerts import Refusal, RefusalAlertResource, reason_lines, refusal_alert_from_env
 from .metadata import anonymized_metadata, as_metadata, check_metadata, fit, md_value
 from .partitions import partitions_def_for
-from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_check, freshness_sensor, source_sensor
+from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_evaluation, freshness_sensor, source_sensor
 from .translator import ReleaseTranslator
 
 
@@ -186,12 +186,12 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             context.log.warning(waited)
         ledger = run_ledger(context)
         complete = selected == {c.name for c in t.checks(spec)}
-        tables = {"anonymized": anonymized, "pseudonymized": pseudonymized, "raw": raw}
-        before = evaluations.evaluation_key(spec, partition_of(context), **tables, ledger=ledger) if complete else None
+        digests = evaluations.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw) \
+            if complete else ()
+        before = evaluations.evaluation_key(spec, partition_of(context), digests, ledger) if complete else None
         evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
                                      partition=partition_of(context), only=selected)
-        if before is not None and before == evaluations.evaluation_key(spec, partition_of(context), **tables,
-                                                                       ledger=ledger):
+        if before is not None and before == evaluations.evaluation_key(spec, partition_of(context), digests, ledger):
             evaluations.remember(before, evaluation)  # for the publication step, if nothing changes
         report = None
         if complete:  # a complete evaluation: its evidence is kept
@@ -217,7 +217,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     with warnings.catch_warnings():  # an asset's own resource is a beta parameter, used knowingly
         warnings.filterwarnings("ignore", message="Parameter `resource_defs` of function `asset`")
         published_asset = asset(**attributes("published"), ins=upstream, deps=ordering.earlier_partition_deps(spec, t),
-                                check_specs=[t.publication_check_spec(spec, pdef)],
+                                check_specs=[t.publication_check_spec(spec, pdef), t.freshness_check_spec(spec)],
                                 required_resource_keys={"ledger", "keystore", "io_manager", ALERT_KEY},
                                 resource_defs={ALERT_KEY: refusal_alert or refusal_alert_from_env()},
                                 automation_condition=condition)
@@ -235,8 +235,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             with ordering.population_lock(spec, ledger.path):
                 # re-verification: the gate evaluated here, never read from Dagster's event storage; the
                 # checks' evaluation of these very tables against this very ledger state is taken up
-                key = evaluations.evaluation_key(spec, partition, anonymized=anonymized, pseudonymized=pseudonymized,
-                                                 raw=raw, ledger=ledger)
+                digests = evaluations.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw)
+                key = evaluations.evaluation_key(spec, partition, digests, ledger)
                 evaluation = evaluations.recall(key) or evaluate_stored(
                     spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition)
                 try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
@@ -254,7 +254,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         except TimeoutError as exc:
             raise Failure(description=f"{spec.release} {partition or ''}: {exc}") from None
         if refused is not None:
-            return refused_result(context, evaluation, refused)
+            return refused_result(context, evaluation, refused, ledger)
         figures = done.figures()
         table = gate.publishable_view(anonymized) if done.mode == "rows" else pd.DataFrame()
         report = done.published.report_path
@@ -264,9 +264,17 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                           "dagster/column_schema": column_schema(table, done.published.columns)}, whole=report),
             check_results=[AssetCheckResult(check_name=publication_check, passed=True,
                                             description=f"published: evaluation {evaluation.id}",
-                                            metadata={"evaluation": evaluation.id})])
+                                            metadata={"evaluation": evaluation.id}),
+                           freshness_result(ledger)])
 
-    def refused_result(context: AssetExecutionContext, evaluation: Evaluation, refusals: list[str]) -> MaterializeResult:
+    def freshness_result(ledger: Ledger) -> AssetCheckResult:
+        """The ``freshness`` check as the ledger stands once this partition is decided."""
+        fresh = freshness_evaluation(spec, ledger, t)
+        return AssetCheckResult(check_name=fresh.check_name, passed=fresh.passed, severity=fresh.severity,
+                                description=fresh.description, metadata=fresh.metadata)
+
+    def refused_result(context: AssetExecutionContext, evaluation: Evaluation, refusals: list[str],
+                       ledger: Ledger) -> MaterializeResult:
         """The refusal materialized: outcome, reasons and evidence on the published asset, the
         ``publication`` check failed with one line per failed check, and the alert sent."""
         partition = partition_of(context)
@@ -289,7 +297,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 check_name=publication_check, passed=False, severity=AssetCheckSeverity.ERROR,
                 description="\n".join(lines),
                 metadata={"failed_checks": MetadataValue.json(refusal.failed_checks), "reasons": reasons,
-                          "evaluation": evaluation.id})])
+                          "evaluation": evaluation.id}), freshness_result(ledger)])
 
     # one process per run (the steps share it) rather than one per step: what a UI run costs
     job = define_asset_job(t.job_name(spec), selection=AssetSelection.groups(t.group_name(spec)),
@@ -298,7 +306,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     schedule = build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
     sensors = [s for s in (source_sensor(spec, job, t), freshness_sensor(spec, t)) if s is not None]
     return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published],
-                              [release_checks, freshness_check(spec, t)], job, schedule, pdef, sensors)
+                              [release_checks], job, schedule, pdef, sensors)
 
 
 __all__ = ["ReleaseDefinitions", "build_release", "column_schema", "partition_of", "refusal_of", "reports_folder"]

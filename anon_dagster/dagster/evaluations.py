@@ -53,14 +53,18 @@ def _population_file(spec: ReleaseSpec) -> tuple | None:
     return (st.st_size, st.st_mtime_ns)
 
 
-def evaluation_key(spec: ReleaseSpec, partition: str | None, *, anonymized: pd.DataFrame,
-                   pseudonymized: pd.DataFrame, raw: pd.DataFrame, ledger: Ledger) -> tuple:
-    """Everything an evaluation of ``partition`` depends on (see the module docstring)."""
+def table_digests(*, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame) -> tuple[str, ...]:
+    """The digests of the three stored tables an evaluation reads (computed once per step)."""
+    return table_digest(anonymized), table_digest(pseudonymized), table_digest(raw)
+
+
+def evaluation_key(spec: ReleaseSpec, partition: str | None, digests: tuple[str, ...], ledger: Ledger) -> tuple:
+    """Everything an evaluation of ``partition`` depends on (see the module docstring);
+    ``digests`` are the tables' (:func:`table_digests`)."""
     population = recorded_population(spec)
     entries = ledger.entries(population=population) if population is not None else []
     versions = ledger.entries(release=spec.release, include_superseded=True)
-    return (spec.spec_hash(), partition, table_digest(anonymized), table_digest(pseudonymized), table_digest(raw),
-            _population_file(spec), str(ledger.path),
+    return (spec.spec_hash(), partition, *digests, _population_file(spec), str(ledger.path),
             tuple((e.id, e.status, e.superseded_by) for e in [*entries, *versions]))
 
 
@@ -81,4 +85,4 @@ def forget() -> None:
     _MEMO.clear()
 
 
-__all__ = ["evaluation_key", "forget", "recall", "remember", "table_digest"]
+__all__ = ["evaluation_key", "forget", "recall", "remember", "table_digest", "table_digests"]

@@ -3,9 +3,9 @@
 - :func:`source_sensor` starts a partition's run when the partition's source file appears or
   changes (local files; a cursor of each file's modification time and size): one run per new
   partition key or new version of its file;
-- :func:`freshness_check` and :func:`freshness_sensor`: the ``freshness`` check of the published
-  asset, failed when the latest publication in the ledger is older than
-  ``policy.review_after_days``. The ledger decides, not Dagster's last materialization: a
+- :func:`freshness_evaluation` and :func:`freshness_sensor`: the ``freshness`` check of the
+  published asset (judged by the publication step and by the sensor), failed when the latest
+  publication in the ledger is older than ``policy.review_after_days``. The ledger decides, not Dagster's last materialization: a
   refused publication is materialized too (outcome ``refused``) and is no publication;
 - :func:`refusal_sensor` hands every refused publication (:class:`~.alerts.Refusal`) to a
   function of yours: a ticket, a message, a run of a job of your own.
@@ -21,7 +21,6 @@ from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
-    AssetCheckResult,
     AssetCheckSeverity,
     AssetKey,
     AssetRecordsFilter,
@@ -32,7 +31,6 @@ from dagster import (
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
-    asset_check,
     sensor,
 )
 
@@ -153,21 +151,6 @@ def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTran
                   "age_days": MetadataValue.float(round(age, 2)), "review_after_days": days})
 
 
-def freshness_check(spec: ReleaseSpec, translator: ReleaseTranslator):
-    """The ``freshness`` check on the published asset (not blocking), judged from the ledger."""
-
-    @asset_check(asset=translator.asset_key(spec, "published"), name=translator.freshness_check_name(spec),
-                 description=translator.freshness_check_description(spec), blocking=False,
-                 required_resource_keys={"ledger", "keystore"})
-    def _freshness(context) -> AssetCheckResult:  # (no annotation: Dagster reads it at run time)
-        ledger = context.resources.ledger.open(context.resources.keystore)
-        evaluation = freshness_evaluation(spec, ledger, translator)
-        return AssetCheckResult(passed=evaluation.passed, severity=evaluation.severity,
-                                description=evaluation.description, metadata=evaluation.metadata)
-
-    return _freshness
-
-
 def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 6 * 3600,
                      default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING) -> SensorDefinition:
     """The sensor that judges the ``freshness`` check from the ledger every few hours, without a run."""
@@ -243,5 +226,5 @@ def refusal_sensor(fn: Callable[[Refusal], RunRequest | Sequence[RunRequest] | N
     return _refusals
 
 
-__all__ = ["freshness_check", "freshness_evaluation", "freshness_sensor", "refusal_sensor", "refusals_since",
+__all__ = ["freshness_evaluation", "freshness_sensor", "refusal_sensor", "refusals_since",
            "source_requests", "source_sensor"]

@@ -147,6 +147,12 @@ class ReleaseTranslator:
     def freshness_check_description(self, spec: ReleaseSpec) -> str:
         return _FRESHNESS_TEXT.format(release=spec.release, days=spec.policy.review_after_days)
 
+    def freshness_check_spec(self, spec: ReleaseSpec) -> AssetCheckSpec:
+        """The check on the published asset judging the latest publication's age (not blocking,
+        not partitioned: it is the release's, whichever partition was published last)."""
+        return AssetCheckSpec(self.freshness_check_name(spec), asset=self.asset_key(spec, "published"),
+                              blocking=False, description=self.freshness_check_description(spec))
+
     def job_name(self, spec: ReleaseSpec) -> str:
         return f"{spec.release}_release"
 
