@@ -95,6 +95,7 @@ class SparkPseudonymized:
     columns: list[Any] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     backend: str | None = None
+    planned: Any = None  # the mapInArrow query, before it was materialized (what explain() shows)
 
     @property
     def data(self) -> Any:
@@ -151,6 +152,29 @@ class SparkGateRun:
     pseudonymized: SparkPseudonymized
     anonymized: SparkAnonymized
     evaluation: Any
+
+
+def executor_errors(action: Any) -> Any:
+    """``action()``, with an error the project raised on an executor (a key store that is not the
+    driver's, identifiers that cannot be read) raised again on the driver as itself, in one line
+    (Spark wraps it in a Python traceback of the worker)."""
+    import re
+
+    from .. import errors
+
+    try:
+        return action()
+    except Exception as exc:
+        if type(exc).__name__ != "PythonException":
+            raise
+        found = re.findall(r"anon_dagster\.errors\.(\w+): (.+)", str(exc))
+        if not found:
+            raise
+        name, message = found[-1]
+        kind = getattr(errors, name, None)
+        if not (isinstance(kind, type) and issubclass(kind, errors.UserError)) or kind is errors.SpecError:
+            kind = errors.UserError
+        raise kind(message.strip()) from None
 
 
 def check_supported(spec: Any) -> None:
@@ -421,14 +445,15 @@ class SparkEngine:
             fields.append(T.StructField(link.column, T.StringType(), True))
             names.append(link.column)
         plan = PseudonymPlan(tuple(steps), link, tuple(names))
-        out = df
+        out = planned = df
         if spec.identifiers or link is not None:
-            out = df.mapInArrow(pseudonymize_batches(plan), T.StructType(fields))
-            if any(s.scope == "row" and not s.drop for s in steps) or link is not None or spec.pseudonymized:
+            planned = df.mapInArrow(pseudonymize_batches(plan), T.StructType(fields))
+            out = planned
+            if summaries or link is not None:
                 # computed once: a scope-row pseudonym is random, and the keyed ones cost a pass
-                out = out.localCheckpoint(eager=True)
+                out = executor_errors(lambda: planned.localCheckpoint(eager=True))
         backend = keystore.backend.kind if keystore is not None else None
-        return SparkPseudonymized(out, summaries, dropped, backend)
+        return SparkPseudonymized(out, summaries, dropped, backend, planned)
 
     # ----- anonymize ----------------------------------------------------------------------------
     def anonymize(self, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,
