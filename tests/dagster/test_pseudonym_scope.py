@@ -12,6 +12,7 @@ from dagster import DagsterInstance
 from anon_dagster.errors import SpecError
 from anon_dagster.io import read_table
 from anon_dagster.pseudonymize import pseudonym_pattern
+from anon_dagster.spec import load_spec
 from tests.support.releases import load, run
 from tests.support.visits import PERSONS, scoped_release
 
@@ -60,5 +61,12 @@ def test_population_scope_files_join_on_every_person(env):
 def test_population_scope_without_composition_is_refused_before_any_run(env):
     spec = scoped_release(env, "population", composition=False)
     with pytest.raises(SpecError, match=r"columns\.pid\.pseudonymize\.scope.*composition"):
-        load(env, spec)
+        load_spec(spec)  # the command line is strict
+    # the definitions still load (other releases stay in the UI); this one has nothing to run
+    # but its failing spec check, which names the key
+    defs = load(env, spec)
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert not any(k.endswith(("/raw", "/published")) for k in keys)
+    checks = [s for c in defs.asset_checks or [] for s in c.check_specs if s.name == "spec_valid"]
+    assert len(checks) == 1 and re.search(r"columns\.pid\.pseudonymize\.scope.*composition", checks[0].description)
     assert not (env / "published").exists()
