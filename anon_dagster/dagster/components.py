@@ -21,6 +21,7 @@ from dagster import (
     Model,
     Resolvable,
     get_dagster_logger,
+    in_process_executor,
     scaffold_with,
 )
 
@@ -128,6 +129,10 @@ class AnonReleaseComponent(Component, Resolvable, Model):
             asset_checks=[c for r in releases for c in r.checks] + [p[1] for p in placeholders],
             jobs=[r.job for r in releases],
             schedules=[r.schedule for r in releases if r.schedule is not None],
+            sensors=[s for r in releases for s in r.sensors],
+            # every run in one process, UI materializations of a selection too: a step pays
+            # no process start-up, and the tables it hands on stay on this machine
+            executor=in_process_executor,
             resources={
                 "keystore": keystore,
                 "io_manager": AnonParquetIOManager(base_dir=self.storage_dir, keystore=keystore),
