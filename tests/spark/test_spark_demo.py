@@ -1,0 +1,68 @@
+"""The demo release once on Spark: the same gate outcomes as on pandas, partition by partition.
+
+The demo's specs anonymize with Mondrian, which the Spark engine does not carry out yet (it says
+so in one line); here they run with optimal global recoding instead, everything else as shipped:
+the scope-row patient pseudonym, the dropped identifiers, the date, mask, interval and table
+hierarchies, the hierarchical t-closeness of the diagnosis, the utility query, the composition
+with the ledger, the strict release's refusal. The strict release's pseudonym links a patient's
+stays (k per person), which the Spark engine does not measure yet either: it gets scope row, as
+the main release has. The data is the generated demo data, smaller.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+
+from anon_dagster.cli import main
+from anon_dagster.demo.generate import generate
+from tests.support.ledgers import env_ledger
+from tests.support.spark_releases import check_json, without_id
+
+pytestmark = pytest.mark.usefixtures("master_key", "spark")
+
+
+@pytest.fixture
+def demo(repo_root, tmp_path, monkeypatch):
+    shutil.copytree(repo_root / "assets_config", tmp_path / "assets_config")
+    generate(tmp_path / "data" / "demo", population=100_000, discharges=4_000, seed=5)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    ledger = tmp_path / "ledger.sqlite"
+    env_ledger(ledger, create=True)
+    specs = {}
+    for path in sorted((tmp_path / "assets_config").glob("*.yaml")):
+        spec = yaml.safe_load(path.read_text())
+        spec["anonymization"]["method"] = "global"
+        spec["columns"]["patient_id"]["pseudonymize"]["scope"] = "row"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        specs[spec["release"]] = path
+    return specs, ledger
+
+
+def test_the_demo_gives_the_same_outcomes_on_spark(demo):
+    specs, ledger = demo
+    verdicts = {}
+    for release, spec in specs.items():
+        for partition in ("2024", "2025"):
+            args = ("--partition", partition, "--ledger", str(ledger))
+            code_p, pandas = check_json(spec, *args)
+            code_s, spark = check_json(spec, *args, "--engine", "spark")
+            assert without_id(spark) == without_id(pandas), (release, partition)
+            assert code_s == code_p
+            assert all(c["measured"] is not None for c in pandas["checks"]), pandas["checks"]
+            verdicts[(release, partition)] = [c["name"] for c in pandas["checks"] if not c["passed"]]
+    # the strict release is refused by t-closeness on both engines
+    assert all("t_closeness" in failed for (release, _), failed in verdicts.items()
+               if release == "hospital_discharges_strict")
+
+
+def test_the_shipped_demo_spec_is_refused_on_spark_naming_mondrian(repo_root, demo, capsys):
+    _, ledger = demo
+    spec = repo_root / "assets_config" / "hospital_discharges.yaml"
+    assert main(["check", str(spec), "--partition", "2024", "--ledger", str(ledger), "--engine", "spark"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "anonymization.method: mondrian (Mondrian) is not supported on the Spark engine yet: "
+        "use method: global (optimal global recoding) or --engine pandas")
