@@ -1,12 +1,16 @@
-"""Dagster resources: the key store, configured only by reference, and the publication ledger.
+"""Dagster resources: the key store, configured only by reference, the publication ledger and the
+execution engine.
 
 The key store's settings say *where* the store and its passphrase come from, as
 :class:`dagster.EnvVar` references: Dagster keeps and shows only the variables' names, and the
 secret values never enter config, metadata, logs or the event log.
+
+The engine (:class:`EngineResource`) is the deployment's choice, never the spec's: pandas by
+default, Spark for the largest tables (:mod:`anon_dagster.engine`).
 """
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, EnvVar
 from pydantic import PrivateAttr
@@ -15,6 +19,7 @@ from ..errors import SecretError
 from ..pseudonymize.keystore import ENV_KEYSTORE, ENV_PASSPHRASE, KeyStore, open_keystore
 
 if TYPE_CHECKING:
+    from ..engine import Engine
     from ..release import Ledger
 
 
@@ -74,3 +79,31 @@ class LedgerResource(ConfigurableResource):
         from ..release.ledger import open_ledger
 
         return open_ledger(self.path, keystore)
+
+
+class EngineResource(ConfigurableResource):
+    """Where the releases' rows are processed: ``engine`` ``pandas`` (the default) or ``spark``.
+
+    With ``spark``: ``spark_master`` (``local[2]`` by default) when the engine starts its own
+    session, ``max_driver_cells`` (the largest frequency table the driver reads) and
+    ``scratch_dir`` (where Spark writes the frequency tables the driver reads: on a cluster, a
+    folder both see). A session the deployment already has (dagster-pyspark's ``PySparkResource``,
+    optional) is handed to :meth:`open`; the engine never stops a session it did not start. The
+    spec stays the privacy contract: the same spec gives the same verdicts on every engine.
+    """
+
+    engine: str = "pandas"
+    spark_master: str = "local[2]"
+    max_driver_cells: int = 50_000_000
+    scratch_dir: str | None = None
+
+    def open(self, spark_session: Any = None) -> "Engine":
+        """The engine; ``spark_session`` (a SparkSession, or a resource with ``spark_session``,
+        such as dagster-pyspark's) is the session the Spark engine runs on."""
+        from ..engine import open_engine
+
+        if self.engine == "pandas":
+            return open_engine("pandas")
+        session = getattr(spark_session, "spark_session", spark_session)
+        return open_engine(self.engine, spark_master=self.spark_master, spark=session,
+                           max_driver_cells=self.max_driver_cells, scratch_dir=self.scratch_dir)
