@@ -1,0 +1,224 @@
+"""The Spark engine beside the pandas engine, same run: risk figures, the gate and pseudonyms.
+
+For each size (1,000,000 and 10,000,000 rows by default) a seeded table of discharges is written
+as parquet (row groups of 1M rows), then, on each engine in turn:
+
+* **risk**: every figure of the table (``measure_risk`` on the rows read by pandas; Spark's
+  frequency table over the QIs and the sensitive attribute measured by ``measure_frequencies``),
+  asserted equal key by key;
+* **gate**: ``check`` of a release over the table (global recoding at k=5 with 1% suppression,
+  l-diversity, a utility query, the data contract), the two JSON outcomes asserted equal;
+* **pseudonyms**: the identifier column pseudonymized with HMAC (scope population), every
+  pseudonym asserted equal, and the rate in pseudonyms per second.
+
+Spark runs on ``local[2]`` (``--master``). Wall clock and CPU seconds are given for each step;
+CPU is the whole process tree's (this process, the JVM, its Python workers), read from /proc, so
+Spark's executors are counted. The machine's load average is printed: on a shared machine the
+wall clock also counts time spent waiting for a core.
+
+    .venv/bin/python benchmarks/spark.py [--rows 1000000 10000000] [--master local[2]] [--folder DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from anon_dagster.engine.spark_engine import SparkEngine  # noqa: E402
+from anon_dagster.engine.spark_frames import FIRST_COLUMN, ROW_COLUMN, read_parquet  # noqa: E402
+from anon_dagster.io import read_table  # noqa: E402
+from anon_dagster.pseudonymize import open_keystore  # noqa: E402
+from anon_dagster.release import pipeline  # noqa: E402
+from anon_dagster.risk import measure_risk  # noqa: E402
+from anon_dagster.risk.frequencies import measure_frequencies  # noqa: E402
+from anon_dagster.spec import load_spec  # noqa: E402
+
+QIS = ["age", "sex", "zip", "region"]
+SENSITIVE = ["diagnosis"]
+DIAGNOSES = [f"{letter}{n:02d}" for letter in "ABCDE" for n in range(4)]
+
+
+def write_table(path: Path, rows: int, seed: int = 0, chunk: int = 1_000_000) -> None:
+    """``rows`` seeded discharges as parquet, written a million rows at a time."""
+    rng = np.random.default_rng(seed)
+    zips = np.array([f"{z:05d}" for z in rng.choice(np.arange(28000, 29000), 60, replace=False)], dtype=object)
+    writer = None
+    try:
+        for start in range(0, rows, chunk):
+            n = min(chunk, rows - start)
+            ids = rng.integers(0, max(rows // 3, 1), n)  # about three stays per patient
+            table = pa.table({
+                "pid": pa.array(np.char.add("P", ids.astype("U10")), type=pa.string()),
+                "age": pa.array(rng.integers(18, 98, n)),
+                "sex": pa.array(rng.choice(np.array(["F", "M"], dtype=object), n), type=pa.string()),
+                "zip": pa.array(rng.choice(zips, n), type=pa.string()),
+                "region": pa.array(rng.choice(np.array(["North", "South"], dtype=object), n), type=pa.string()),
+                "admitted": pa.array((pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D"))
+                                     .to_numpy(dtype="datetime64[us]")),
+                "diagnosis": pa.array(rng.choice(np.array(DIAGNOSES, dtype=object), n), type=pa.string()),
+            })
+            writer = writer or pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def spec_file(folder: Path, data: Path) -> Path:
+    spec = {
+        "release": "bench", "source": {"path": str(data)},
+        "columns": {
+            "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
+            "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [5, 10, 20, 40]}},
+            "sex": {"role": "quasi"},
+            "zip": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [4, 3, 2]}},
+            "region": {"role": "quasi", "partition_key": True},
+            "admitted": {"role": "insensitive"},
+            "diagnosis": {"role": "sensitive"},
+        },
+        "anonymization": {"method": "global", "k": 5, "max_suppression": 0.01, "utility": "entropy"},
+        "policy": {"sampling_fraction": 0.1, "thresholds": {"k": 5, "l_distinct": 2, "prosecutor_avg": 0.2}},
+        "utility_queries": [{"name": "by_region", "group_by": ["region"], "target": "diagnosis"}],
+        "publication": {"path": str(folder / "published" / "{release}.parquet")},
+    }
+    path = folder / "bench.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def tree_cpu() -> float:
+    """CPU seconds of this process and every descendant (reaped ones through their parents)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents, times = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(x) for x in fields[11:15]) / tick
+    me, total = os.getpid(), 0.0
+    for pid in times:
+        p = pid
+        while p not in (0, 1) and p != me:
+            p = parents.get(p, 0)
+        if p == me:
+            total += times[pid]
+    return total
+
+
+class Timer:
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), tree_cpu()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, tree_cpu() - self.cpu
+
+
+def risk_pandas(path: Path) -> dict:
+    df = read_table(path)
+    return measure_risk(df, QIS, SENSITIVE, sampling_fraction=0.1).to_dict()
+
+
+def risk_spark(engine: SparkEngine, path: Path) -> dict:
+    freq, _ = engine.frequencies(read_parquet(engine.spark, path), QIS + SENSITIVE)
+    return measure_frequencies(freq, QIS, SENSITIVE, sampling_fraction=0.1, first_row=FIRST_COLUMN).to_dict()
+
+
+def gate(engine, spec, keystore) -> dict:
+    evaluation = engine.run_gate(spec, keystore=keystore).evaluation.to_json()
+    return {k: v for k, v in evaluation.items() if k != "evaluation"}
+
+
+def pseudonyms_pandas(spec, path: Path, keystore) -> pa.Array:
+    df = read_table(path, text_columns=["pid"])[["pid"]]
+    return pa.array(pipeline.pseudonymize(spec, df, keystore).data["pid"]).cast(pa.string())
+
+
+def pseudonyms_spark(engine: SparkEngine, spec, path: Path, keystore, folder: Path) -> pa.Array:
+    from anon_dagster.engine.spark_engine import SparkIngested
+
+    ingested = SparkIngested(read_parquet(engine.spark, path).select("pid", ROW_COLUMN), str(path))
+    out = engine.pseudonymize(spec, ingested, keystore).df
+    target = folder / "pseudonyms"
+    out.write.mode("overwrite").parquet(str(target))
+    table = pq.read_table(target).sort_by(ROW_COLUMN)
+    return table["pid"].combine_chunks().cast(pa.string())
+
+
+def keyed_spec(spec):
+    columns = dict(spec.columns)
+    pid = columns["pid"].model_copy(update={"pseudonymize": columns["pid"].pseudonymize.model_copy(
+        update={"scope": "release"})})
+    return spec.model_copy(update={"columns": {"pid": pid}})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--folder", help="where the generated tables go (default: a temporary folder)")
+    args = parser.parse_args()
+    os.environ.setdefault("ANON_DAGSTER_MASTER_KEY", base64.b64encode(bytes(range(32))).decode())
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="anon-dagster-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("ANON_DAGSTER_KEYSTORE_STATE", str(folder / "keystate"))
+    keystore = open_keystore()
+    engine = SparkEngine(master=args.master, conf={"spark.driver.memory": "6g"}, scratch_dir=folder / "scratch")
+    with Timer() as t:
+        engine.spark.range(1).count()
+    print(f"Spark session on {args.master}: {t.wall:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    print("| rows | step | pandas wall | pandas CPU | spark wall | spark CPU | equal |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for rows in args.rows:
+        path = folder / f"discharges_{rows}.parquet"
+        if not path.exists():
+            write_table(path, rows)
+        spec = load_spec(spec_file(folder, path))
+        keyed = keyed_spec(spec)
+        steps = [
+            ("risk figures", (risk_pandas, path), (risk_spark, engine, path)),
+            ("gate (check)", (gate, pipeline_engine(), spec, keystore), (gate, engine, spec, keystore)),
+            ("pseudonyms (hmac)", (pseudonyms_pandas, keyed, path, keystore),
+             (pseudonyms_spark, engine, keyed, path, keystore, folder)),
+        ]
+        for name, on_pandas, on_spark in steps:
+            with Timer() as tp:
+                left = on_pandas[0](*on_pandas[1:])
+            with Timer() as ts:
+                right = on_spark[0](*on_spark[1:])
+            equal = left.equals(right) if isinstance(left, pa.Array) else left == right
+            print(f"| {rows:,} | {name} | {tp.wall:.1f} s | {tp.cpu:.1f} s | {ts.wall:.1f} s | {ts.cpu:.1f} s | "
+                  f"{'yes' if equal else 'NO'} |", flush=True)
+            if name.startswith("pseudonyms"):
+                print(f"|  | pseudonyms per second | {rows / tp.wall:,.0f} |  | {rows / ts.wall:,.0f} |  |  |")
+            if not equal:
+                raise SystemExit(f"{name} differs between the engines at {rows:,} rows")
+    engine.close()
+
+
+def pipeline_engine():
+    from anon_dagster.engine import PandasEngine
+
+    return PandasEngine()
+
+
+if __name__ == "__main__":
+    main()
