@@ -46,8 +46,21 @@ def _dense(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
         return class_of_key[key], counts[present].astype(np.int64)
     # A sort, not a hash table: a hash of n int64 keys takes some 3-4 times the key's memory,
     # a sort (permutation + sorted keys) twice; class ids follow the key order, as above.
-    order = np.argsort(key)
-    ordered = key[order]
+    row_bits = max(n - 1, 1).bit_length()
+    if n and (space - 1).bit_length() + row_bits <= 63:
+        # each key with its row in the low bits: one sort of int64 values gives the sorted keys
+        # and the permutation together (faster than an argsort and a gather of the keys)
+        packed = key.astype(np.int64, copy=True)
+        packed <<= row_bits
+        packed |= np.arange(n, dtype=np.int64)
+        packed.sort()
+        ordered = packed >> row_bits
+        packed &= (1 << row_bits) - 1
+        order = packed
+        del packed
+    else:
+        order = np.argsort(key)
+        ordered = key[order]
     starts = np.empty(n, dtype=bool)
     starts[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
@@ -162,4 +175,23 @@ def count_cells(row_class: np.ndarray, codes: np.ndarray, n_classes: int, n_valu
     return cells // n_values, cells % n_values, counts.astype(np.int64, copy=False)
 
 
-__all__ = ["class_id_dtype", "combine_codes", "combine_columns", "count_cells", "fold_columns", "group_keys"]
+def distinct_sizes(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct class sizes (ascending) and the number of classes of each:
+    ``np.unique(sizes, return_counts=True)``, by a bincount when the largest size is small.
+
+    Figures of the class sizes alone are taken over these: a raw table has about as many classes
+    as rows, but few distinct sizes.
+    """
+    sizes = np.asarray(sizes)
+    countable = sizes.dtype.kind == "i" or (sizes.dtype.kind == "u" and sizes.dtype.itemsize < 8)
+    if countable and len(sizes) and sizes.min() >= 0 and sizes.max() <= 2 * len(sizes) + 65536:
+        per_size = np.bincount(sizes)
+        size = np.flatnonzero(per_size)
+        return size.astype(sizes.dtype, copy=False), per_size[size]
+    return np.unique(sizes, return_counts=True)
+
+
+__all__ = [
+    "class_id_dtype", "combine_codes", "combine_columns", "count_cells", "distinct_sizes", "fold_columns",
+    "group_keys",
+]

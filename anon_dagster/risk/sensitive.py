@@ -269,31 +269,63 @@ def diversity(classes: ClassSizes, cells: Cells) -> Diversity:
     distinct = np.bincount(cells.cls, minlength=n_classes).astype(
         class_id_dtype(int(sizes.sum())), copy=False)
     distinct[cells.alone_cls] = 1
-    entropy = np.log(sizes, dtype=float)
-
-    def scale_of(size: np.ndarray) -> np.ndarray:
-        # 2**k_c with n_c ln n_c * 2**k_c < 2**52, the largest possible sum of a class's terms
-        size = size.astype(float)
-        bound = np.log(size)
-        bound *= size
-        return (52 - np.frexp(bound)[1]).astype(np.int32)
+    largest = int(sizes.max()) if n_classes else 0
+    if sizes.dtype.kind in "iu" and largest <= _TABLE_PER_ITEM * (len(cells.cls) + n_classes):
+        # ln n, n ln n and the class's scale for every n up to the largest class, computed once
+        # and read by index: the same values as computing them per cell and per class below
+        log, nlogn, scale = _entropy_tables(largest)
+        entropy = log.take(sizes)
+        term_of, scale_of_size = nlogn.take, scale.take
+    else:
+        entropy = np.log(sizes, dtype=float)
+        term_of, scale_of_size = _nlogn, _scale_of
 
     def terms(part: slice) -> np.ndarray:
-        term = cells.cnt[part].astype(float)
-        log = np.log(term)
-        term *= log
-        del log
-        np.ldexp(term, scale_of(sizes[cells.cls[part]]), out=term)
+        term = term_of(cells.cnt[part])
+        np.ldexp(term, scale_of_size(sizes.take(cells.cls[part])), out=term)
         return np.rint(term, out=term)
 
     # integer-valued terms below 2**53 in every class: the float sums are exact
     s = _sum_by_class(cells.cls, n_classes, terms)
-    held = np.flatnonzero(s)  # singletons (most classes of a raw table) have no term: H = 0
-    entropy[held] -= np.ldexp(s[held], -scale_of(sizes[held])) / sizes[held]
-    del s, held
+    # singletons (most classes of a raw table) have no term: H = ln n_c
+    held = np.flatnonzero(s != 0)
+    held_sizes = sizes.take(held)
+    entropy[held] -= np.ldexp(s.take(held), -scale_of_size(held_sizes)) / held_sizes
+    del s, held, held_sizes
     # rounding can leave -1e-16 for a class of a single value
     np.maximum(entropy, 0.0, out=entropy)
     return Diversity(distinct, entropy)
+
+
+# The tables of diversity() are used while the largest class is at most this many times the
+# cells and classes counted (beyond, one huge class would make the tables the main cost).
+_TABLE_PER_ITEM = 2
+
+
+def _nlogn(n: np.ndarray) -> np.ndarray:
+    """``n ln n`` (float) of integer counts (0 for n = 1)."""
+    term = n.astype(float)
+    log = np.log(term)
+    term *= log
+    return term
+
+
+def _scale_of(size: np.ndarray) -> np.ndarray:
+    """``k_c`` of classes of ``size`` rows: ``n_c ln n_c * 2**k_c < 2**52``, the largest possible
+    sum of a class's terms (see :func:`diversity`)."""
+    return (52 - np.frexp(_nlogn(size))[1]).astype(np.int32)
+
+
+def _entropy_tables(largest: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``ln n``, ``n ln n`` and :func:`_scale_of` of every ``n`` in ``0..largest`` (0 gives 0)."""
+    n = np.arange(1, largest + 1)
+    log = np.zeros(largest + 1)
+    log[1:] = np.log(n, dtype=float)
+    nlogn = np.zeros(largest + 1)
+    nlogn[1:] = _nlogn(n)
+    scale = np.zeros(largest + 1, dtype=np.int32)
+    scale[1:] = _scale_of(n)
+    return log, nlogn, scale
 
 
 # Cells are summed per class in slices of this many, so temporaries stay a few MB whatever the

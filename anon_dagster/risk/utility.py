@@ -38,22 +38,30 @@ from ..errors import DataError, HierarchyError
 from ..hierarchies import MISSING_LABEL, Hierarchy, _as_label
 from .classes import EquivalenceClasses
 from .coding import FactorizeCache, factorize_values
-from .kernel import combine_codes
+from .kernel import combine_codes, distinct_sizes
 
 
 def discernibility(sizes: np.ndarray, suppressed: int = 0) -> float:
     """``sum_c n_c**2 + s * (n + s)`` over the published class sizes, ``s`` rows suppressed."""
-    n = int(sizes.sum())
-    # over the distinct sizes: a raw table has about as many classes as rows, few sizes
-    size, count = np.unique(sizes, return_counts=True)
+    size, count = distinct_sizes(sizes)
+    return _discernibility(size, count, int(sizes.sum()), suppressed)
+
+
+def _discernibility(size: np.ndarray, count: np.ndarray, n: int, suppressed: int) -> float:
+    """:func:`discernibility` from the distinct class sizes and their numbers of classes."""
     return float((count * size.astype(float) ** 2).sum() + suppressed * (n + suppressed))
 
 
 def aecs(sizes: np.ndarray, suppressed: int = 0) -> float:
     """Average class size: ``(n + s) / (classes + 1)`` when ``s > 0`` rows are suppressed (one
     class of ``*``), else ``n / classes``; 0 for no row."""
-    classes = len(sizes) + (1 if suppressed else 0)
-    return float((int(sizes.sum()) + suppressed) / classes) if classes else 0.0
+    return _aecs(int(sizes.sum()), len(sizes), suppressed)
+
+
+def _aecs(n: int, n_classes: int, suppressed: int) -> float:
+    """:func:`aecs` of ``n_classes`` classes of ``n`` rows in all."""
+    classes = n_classes + (1 if suppressed else 0)
+    return float((n + suppressed) / classes) if classes else 0.0
 
 
 def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | None = None) -> dict[str, float]:
@@ -61,12 +69,13 @@ def generic_utility(classes: EquivalenceClasses, suppressed: int = 0, k: int | N
     n = classes.n_rows
     # Over the distinct class sizes s (with c_s classes each), not over the classes: a raw
     # table has about as many classes as rows but only a few distinct sizes.
-    size, count = np.unique(classes.sizes, return_counts=True)
+    size, count = distinct_sizes(classes.sizes)
+    total = int(classes.sizes.sum())  # the rows in the classes
     p = size / n
     out = {
         "qi_entropy_bits": float(max(-(count * p * np.log2(p)).sum(), 0.0)),
-        "discernibility": discernibility(classes.sizes, suppressed),
-        "aecs": aecs(classes.sizes, suppressed),
+        "discernibility": _discernibility(size, count, total, suppressed),
+        "aecs": _aecs(total, len(classes.sizes), suppressed),
     }
     if k:
         out["aecs_normalized"] = out["aecs"] / k
