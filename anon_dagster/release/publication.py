@@ -35,6 +35,11 @@ the evidence of an evaluation of every check, whichever its verdict, and :func:`
 publishes a passing one as the spec's ``publication.mode`` says, with the figures a reviewer
 reads beside it. The Dagster assets call these two; they decide nothing themselves.
 
+This module holds the protocol's steps 2–6 and the two publications (rows, aggregates); the
+refusals of step 1 are in :mod:`.refusals`, the evidence of an evaluation in
+:mod:`.kept_evaluation`, the report folder and report files in :mod:`.report_files` (their
+names stay importable from here).
+
 *One report per evaluation*: a refused evaluation's report is in the partition's report folder
 (``risk_report.md|html|json``, beside the transformation record); a passing evaluation's report
 is its publication's (``<stem>.report.md|html|json`` beside the published file), written by the
@@ -54,22 +59,38 @@ from typing import Any
 
 import pandas as pd
 
-from ..anonymize.record import TransformationRecord
-from ..errors import UserError
-from ..io import plain_json, table_format, write_bytes_atomic
-from ..partitions import UNPARTITIONED
+from ..io import plain_json, table_format
 from ..spec import ReleaseSpec
-from . import gate, portal
+from . import portal
 from .evaluation import Evaluation, EvidenceTable
+from .gate import publishable_view
+from .kept_evaluation import Kept, keep_evaluation, record_refusal
 from .ledger import Ledger, RecordOutcome, dataset_hash
-from .ledger.lifecycle import private_folders
 from .publish import record_evaluation
 from .reconcile import Reconciled, agree_reports, reconcile_pending, reconcile_target
-from .report import build_report, render, report_inputs
-from .targets import REPORT_FORMATS, Target, TargetRefused, check_target
-
-RECORD_FILE = gate.RECORD_FILE
-REPORT_STEM = "risk_report"
+from .refusals import (
+    PublicationRefused,
+    checked_target,
+    recorded_population,
+    refuse_population_change,
+    refuse_unless_passed,
+)
+from .report import build_report, render
+from .report_files import (
+    RECORD_FILE,
+    REPORT_STEM,
+    evaluation_report_inputs,
+    evaluation_report_path,
+    kept_report,
+    publication_target,
+    remove_kept_report,
+    report_base,
+    reports_folder,
+    write_evaluation_report,
+    write_record,
+    write_report_files,
+)
+from .targets import REPORT_FORMATS, Target
 
 # Test hook: called with the name of each step of the protocol once it is done ("staged",
 # "pending", "kept", "data-placed", "report-placed:md", ..., "published", "cleaned"). Tests
@@ -80,14 +101,6 @@ _step_hook: Callable[[str], None] | None = None
 def _step(name: str) -> None:
     if _step_hook is not None:
         _step_hook(name)
-
-
-class PublicationRefused(UserError):
-    """The evaluation did not pass: nothing was written. ``refusals`` says why, check by check."""
-
-    def __init__(self, message: str, refusals: list[str]):
-        super().__init__(message)
-        self.refusals = refusals
 
 
 @dataclass
@@ -131,170 +144,6 @@ class ReleasePublished:
                 "ledger_action": done.ledger_action, "report": done.report_path, "evaluation": self.evaluation}
 
 
-@dataclass
-class Kept:
-    """What :func:`keep_evaluation` kept: the report written (a refused evaluation's; None for a
-    passing one, whose report is its publication's, or when it could not be written), whether
-    the evaluation was recorded as refused, and ``problem``, what prevented keeping it."""
-
-    report: Path | None
-    refused: bool
-    problem: str | None = None
-
-
-def reports_folder(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path:
-    """Where a partition's transformation record and the report of its evaluation go: ``reports_dir``
-    (may hold {release}; relative to the spec's folder) or ``reports/<release>`` beside the spec
-    folder, then the partition (``all`` for an unpartitioned release)."""
-    base = spec.resolve(reports_dir) if reports_dir else spec.resolve("../reports/{release}")
-    return base / (partition or UNPARTITIONED)
-
-
-def evaluation_report_path(folder: Path) -> Path:
-    """The Markdown report of the evaluation kept in ``folder`` (beside its .html and .json)."""
-    return Path(folder) / f"{REPORT_STEM}.md"
-
-
-def kept_report(spec: ReleaseSpec, reports_dir: str | None, partition: str | None) -> Path | None:
-    """The Markdown report of the refused evaluation kept for ``partition`` (:func:`keep_evaluation`),
-    None when none was kept (a passing evaluation's report is its publication's)."""
-    report = evaluation_report_path(reports_folder(spec, reports_dir, partition))
-    return report if report.exists() else None
-
-
-def remove_kept_report(folder: Path) -> bool:
-    """Remove the evaluation report kept in ``folder`` (``risk_report.md|html|json``), if any: the
-    partition's current evaluation passed, so its report is its publication's. True if one was there."""
-    removed = False
-    for fmt in REPORT_FORMATS:
-        path = Path(folder) / f"{REPORT_STEM}.{fmt}"
-        if path.is_file() or path.is_symlink():
-            path.unlink()
-            removed = True
-    return removed
-
-
-def publication_target(spec: ReleaseSpec, partition: str | None) -> Path:
-    """Where the partition's publication goes (``publication.path`` with {partition} filled in)."""
-    from .targets import target_of
-
-    return target_of(spec, partition).path
-
-
-def report_base(target: Path) -> Path:
-    """``<stem>.report`` beside the publication (the report files add .md, .html, .json)."""
-    return target.with_name(f"{target.stem}.report")
-
-
-def evaluation_report_inputs(spec: ReleaseSpec, evaluation: Evaluation, *, published_path: str | None = None,
-                             report_path: str | None = None, dp: Any = None,
-                             data_hash: str | None = None) -> dict[str, Any]:
-    """The report inputs of an evaluation (the dict the ledger stores and the report is built from)."""
-    queries = [{"name": c.name.removeprefix("utility_"), "error_points": c.measured,
-                "max_error_points": c.threshold, "passed": c.passed, "severity": c.severity}
-               for c in evaluation.checks if c.name.startswith("utility_")]
-    risk = bool(evaluation.measures)
-    return report_inputs(
-        spec, partition=evaluation.partition, data_hash=data_hash or evaluation.data_hash,
-        measures=evaluation.measures if risk else None,
-        class_sizes=evaluation.class_sizes if risk else None,
-        population_uniqueness=evaluation.measures.get("population_uniqueness") if risk else None,
-        utility={"queries": plain_json(queries)} if risk else None,
-        anonymization_record=plain_json(evaluation.record or {}) if risk else None,
-        composition=evaluation.composition, dp=dp,
-        checks=[c.report_entry() for c in evaluation.checks], mitigations=evaluation.mitigations,
-        published_path=published_path, report_path=report_path,
-    )
-
-
-def write_report_files(report: dict[str, Any], base: Path, mode: int = 0o600) -> None:
-    """Write ``report`` as ``<base>.md``, ``<base>.html`` and ``<base>.json``, each atomically."""
-    for fmt in REPORT_FORMATS:
-        write_bytes_atomic(render(report, fmt).encode(), base.with_name(f"{base.name}.{fmt}"), mode=mode)
-
-
-def write_record(record: TransformationRecord, folder: Path) -> Path:
-    """The transformation record as ``<folder>/transformations.json`` (atomically; sorted keys
-    and no final newline, as report folders have always held it); the folder is owner-only."""
-    private_folders(Path(folder), "the report folder")
-    return record.write(Path(folder) / RECORD_FILE, sort_keys=True, final_newline=False)
-
-
-def write_evaluation_report(spec: ReleaseSpec, evaluation: Evaluation, folder: Path) -> dict[str, Any]:
-    """The evaluation's risk report written into ``folder`` (``risk_report.md|html|json``, owner-only)."""
-    inputs = evaluation_report_inputs(spec, evaluation, report_path=str(evaluation_report_path(folder)))
-    report = build_report(inputs)
-    private_folders(Path(folder), "the report folder")
-    write_report_files(report, Path(folder) / REPORT_STEM)
-    return report
-
-
-def record_refusal(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, folder: Path) -> dict[str, Any]:
-    """Record a refused evaluation in the ledger (failed: never composed) and write its report
-    (owner-only) into ``folder``."""
-    inputs = evaluation_report_inputs(spec, evaluation, report_path=str(evaluation_report_path(folder)))
-    _, report = record_evaluation(ledger, spec, inputs)
-    private_folders(Path(folder), "the report folder")
-    write_report_files(report, Path(folder) / REPORT_STEM)
-    return report
-
-
-def keep_evaluation(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, folder: Path) -> Kept:
-    """Keep the evidence of an evaluation of every check in ``folder``: a refused one is recorded
-    in the ledger (failed: never composed) with its report (:func:`record_refusal`); a passing
-    one's report is its publication's, so the report an earlier evaluation left in ``folder`` is
-    removed (:func:`remove_kept_report`) and publishing it is the publication step's. An
-    evaluation of some of the checks only proves nothing about the release: do not keep it.
-
-    Never raises: the verdicts stand whatever becomes of their evidence, so what prevented keeping
-    it is returned as ``problem`` (one line), for the caller to report.
-    """
-    from .pipeline import describe_error
-
-    refused = not evaluation.passed
-    try:
-        if refused:
-            record_refusal(spec, evaluation, ledger, folder)
-        else:
-            remove_kept_report(folder)
-    except Exception as exc:  # noqa: BLE001 - reported by the caller; the check results still stand
-        return Kept(None, refused, describe_error(exc))
-    return Kept(evaluation_report_path(folder) if refused else None, refused)
-
-
-def _refuse_unless_passed(spec: ReleaseSpec, evaluation: Evaluation) -> None:
-    if not evaluation.passed:
-        where = f"{spec.release} {evaluation.partition or ''}".strip()
-        raise PublicationRefused(f"{where}: publication refused, nothing written: " + "; ".join(evaluation.refusals),
-                                 evaluation.refusals)
-
-
-def recorded_population(spec: ReleaseSpec) -> str | None:
-    """The population a publication of ``spec`` is recorded under (composition, else the ε budget's)."""
-    if spec.composition is not None:
-        return spec.composition.population
-    if spec.publication.mode == "aggregates":
-        from .dp import budget_population
-
-        return budget_population(spec)
-    return None
-
-
-def refuse_population_change(spec: ReleaseSpec, ledger: Ledger) -> None:
-    """Refuse a release whose earlier publications in the ledger belong to another population
-    than the one this spec records (``composition:`` removed or renamed): it would be published
-    without being composed with them."""
-    earlier = ledger.populations(spec.release)
-    mine = recorded_population(spec)
-    others = sorted(earlier - {mine})
-    if others:
-        now = "declares no composition" if mine is None else f"records population {mine!r}"
-        message = (f"{spec.label}: release {spec.release!r} has publications of population {others[0]!r} in the "
-                   f"ledger, but the spec {now}: it would be published without being composed with them; "
-                   f"restore composition.population: {others[0]} (nothing written)")
-        raise PublicationRefused(message, [message])
-
-
 def table_bytes(table: pd.DataFrame, name: str) -> bytes:
     """``table`` as the bytes of a csv or parquet file (format by the name's suffix)."""
     if table_format(name) == "parquet":
@@ -302,14 +151,6 @@ def table_bytes(table: pd.DataFrame, name: str) -> bytes:
         table.to_parquet(buffer, index=False)
         return buffer.getvalue()
     return table.to_csv(index=False).encode("utf-8")
-
-
-def _target(spec: ReleaseSpec, partition: str | None, ledger: Ledger, keystore: Any,
-            storage: Sequence[str | Path]) -> Target:
-    try:
-        return check_target(spec, partition, storage=storage, keystore=keystore, ledger_path=ledger.path)
-    except TargetRefused as exc:
-        raise PublicationRefused(str(exc), [str(exc)]) from None
 
 
 def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame, ledger: Ledger, *,
@@ -320,10 +161,10 @@ def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame,
     ``keystore`` and ``storage`` (the IO manager's folders) are kept clear of the target, with
     the release's inputs.
     """
-    _refuse_unless_passed(spec, evaluation)
-    target = _target(spec, evaluation.partition, ledger, keystore, storage)
+    refuse_unless_passed(spec, evaluation)
+    target = checked_target(spec, evaluation.partition, ledger, keystore, storage)
     refuse_population_change(spec, ledger)
-    out = gate.publishable_view(anonymized)[list(spec.published_columns)]
+    out = publishable_view(anonymized)[list(spec.published_columns)]
     inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
                                       report_path=str(target.report_path()))
     report = build_report(_stored(inputs))
@@ -350,10 +191,10 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
     from .dp import epsilon_spend
     from .publish import dp_release
 
-    _refuse_unless_passed(spec, evaluation)
-    target = _target(spec, evaluation.partition, ledger, keystore, storage)
+    refuse_unless_passed(spec, evaluation)
+    target = checked_target(spec, evaluation.partition, ledger, keystore, storage)
     refuse_population_change(spec, ledger)
-    aggregates, dp_info = dp_release(spec, gate.publishable_view(pseudonymized), ledger)
+    aggregates, dp_info = dp_release(spec, publishable_view(pseudonymized), ledger)
     inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
                                       report_path=str(target.report_path()), dp=dp_info,
                                       data_hash=dataset_hash(aggregates.table))
@@ -480,12 +321,10 @@ def _swap(ledger: Ledger, folder: portal.Folder, target: Target, entry: int, sta
     return outcome
 
 
-# ----- reconciling -----------------------------------------------------------------------------
-
-
 __all__ = [
-    "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished", "evaluation_report_inputs",
-    "evaluation_report_path", "keep_evaluation", "kept_report", "publication_target", "publish", "publish_aggregates",
-    "publish_release", "reconcile_pending", "record_refusal", "recorded_population", "refuse_population_change",
-    "remove_kept_report", "report_base", "reports_folder", "table_bytes", "write_evaluation_report", "write_record", "write_report_files",
+    "RECORD_FILE", "REPORT_STEM", "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished",
+    "evaluation_report_inputs", "evaluation_report_path", "keep_evaluation", "kept_report", "publication_target",
+    "publish", "publish_aggregates", "publish_release", "reconcile_pending", "record_refusal", "recorded_population",
+    "refuse_population_change", "remove_kept_report", "report_base", "reports_folder", "table_bytes",
+    "write_evaluation_report", "write_record", "write_report_files",
 ]
