@@ -53,7 +53,7 @@ def keep_evaluation(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, f
     Never raises: the verdicts stand whatever becomes of their evidence, so what prevented keeping
     it is returned as ``problem`` (one line), for the caller to report.
     """
-    from .pipeline import describe_error
+    from .evaluate_step import describe_error
 
     refused = not evaluation.passed
     try:

@@ -1,0 +1,153 @@
+"""The pipeline's anonymize step (:func:`anonymize`): the attacks' control records set aside,
+the spec's anonymization, a relaxed one when its policy is unreachable (the closest evidence,
+never a crash without check results), then the person-level pass (:func:`reach_k_per_person`)
+when published columns link a person's rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..anonymize.criteria import Policy, suppression_budget
+from ..anonymize.record import TransformationRecord
+from ..errors import SpecError, UserError
+from ..spec import ReleaseSpec
+from . import attacks as gate_attacks
+from . import gate
+
+
+@dataclass
+class Anonymized:
+    """The anonymized table (internal columns included), its record and what was given up.
+
+    ``unreachable`` says, when the declared policy cannot be met, what the table shows instead
+    (None when the policy was met).
+    """
+
+    data: pd.DataFrame
+    record: TransformationRecord
+    suppressed: int
+    unreachable: str | None = None
+
+
+def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None, *,
+              relax: bool = True) -> Anonymized:
+    """The spec's anonymization; when its policy is unreachable, the closest evidence instead.
+
+    With ``policy.attacks``, the attacks' control records are set aside first
+    (:func:`~anon_dagster.release.attacks.control_split`): the declared population's records not
+    in the sample (nothing withheld), else a keyed slice of whole persons withheld from the
+    release, which never sees them. The rest is anonymized as below; the record's
+    ``attack_control`` says what was set aside (counts only, ``rows_in`` counts the rows after
+    the slice) and each row carries its position in ``pseudonymized``
+    (:data:`~anon_dagster.release.gate.SOURCE_ROW_COLUMN`, never published), so that
+    :func:`~.evaluate_step.evaluate` attacks the release with its people's own records.
+
+    With ``relax=False`` an unreachable policy raises the anonymizer's ``NoSolution`` (a
+    UserError naming the closest node and the criterion it misses) instead.
+
+    The anonymizer refuses a policy no transformation reaches (``NoSolution``). A refusal
+    here would leave the partition without check results, so a reviewer would see a crashed
+    step instead of the criterion that cannot be met. Instead the anonymization is run again
+    at the spec's own ``k`` with the attribute-disclosure and average-risk thresholds left out
+    of the search, and :func:`~.evaluate_step.evaluate` measures that table against the full
+    policy: it fails on exactly the criteria that cannot be met, and the publication is refused.
+    If even that is impossible (k larger than the partition), the table is empty and every check
+    fails.
+
+    When published columns link a person's rows, the anonymizer is given each row's person:
+    global recoding searches for k per person (:mod:`anon_dagster.anonymize.core`). The linking
+    columns are published unchanged, so they link the same rows before and after. Then
+    :func:`reach_k_per_person` removes the persons still below k (none after that search).
+    """
+    split = gate_attacks.control_split(spec, pseudonymized)
+    if split is None:
+        return _anonymize(spec, pseudonymized, progress, relax=relax)
+    base = pseudonymized.reset_index(drop=True)
+    positions = np.flatnonzero(split.released)
+    done = _anonymize(spec, base.iloc[positions], progress, relax=relax)
+    data, record = gate_attacks.mark_released(done.data, done.record, positions,
+                                              gate_attacks.control_section(spec, base, split))
+    return Anonymized(data, record, done.suppressed, done.unreachable)
+
+
+def _anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None, *,
+               relax: bool = True) -> Anonymized:
+    """:func:`anonymize` of the rows given (the control records already set aside)."""
+    from ..anonymize import anonymize as run_anonymization
+    from ..anonymize.core import empty_record
+
+    view = gate.publishable_view(pseudonymized)
+    link = {"persons": gate.person_link(spec, view), "linked_by": gate.linking_columns(spec, view)}
+    try:
+        result = run_anonymization(pseudonymized, spec, progress=progress, **link)
+        return reach_k_per_person(spec, Anonymized(result.data, result.record, int(result.suppressed)),
+                                  len(pseudonymized))
+    except SpecError:
+        raise
+    except UserError as exc:
+        if not relax:
+            raise
+        reason = f"the declared policy is unreachable: {exc}"
+    thresholds = spec.policy.thresholds.model_copy(update={
+        "l_distinct": None, "l_entropy": None, "recursive_cl": None, "t_closeness": None,
+        "prosecutor_avg": None})
+    relaxed = spec.model_copy(update={"policy": spec.policy.model_copy(update={"thresholds": thresholds})})
+    try:
+        result = run_anonymization(pseudonymized, relaxed, progress=progress, **link)
+    except UserError as exc2:
+        empty = pseudonymized.iloc[0:0]
+        return Anonymized(empty, empty_record(pseudonymized, spec), len(pseudonymized),
+                          reason + f". No relaxed anonymization exists either ({exc2}): the table is "
+                          "empty and every check fails.")
+    unreachable = (reason + f". Shown instead: the anonymization at k={spec.anonymization.k} without the "
+                   "attribute-disclosure and average-risk criteria, measured against the full policy by "
+                   "the checks; it cannot be published.")
+    return reach_k_per_person(spec, Anonymized(result.data, replace(result.record, policy_unreachable=unreachable),
+                                               int(result.suppressed), unreachable), len(pseudonymized))
+
+
+def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) -> Anonymized:
+    """The anonymization with the persons below k removed, when published columns link a
+    person's rows and the suppression budget allows it (:mod:`anon_dagster.anonymize.persons`).
+
+    The record says what was done (``person_suppression``; when the search already targeted k
+    per person, what this pass removes comes on top of its section) and describes the table
+    returned (rows, suppression, classes, output hash).
+    """
+    from ..anonymize.persons import suppress_persons
+    from ..anonymize.record import Classes, PersonSuppression, class_histogram, table_hash
+    from ..risk import EquivalenceClasses
+
+    view = gate.publishable_view(anonymized.data)
+    persons = gate.person_link(spec, view)
+    qis = [q for q in spec.quasi_identifiers if q in view.columns]
+    if persons is None or len(view) == 0 or not qis:
+        return anonymized
+    k = Policy.from_spec(spec).k
+    budget = suppression_budget(Policy.from_spec(spec), rows_in)
+    classes = EquivalenceClasses.from_frame(view, qis)
+    result = suppress_persons(classes, persons, k, max(budget - anonymized.suppressed, 0))
+    record = anonymized.record
+    section = PersonSuppression(k=k, linked_by=gate.linking_columns(spec, view), persons=result.persons,
+                                rows=result.rows, budget_rows=budget, reached=result.reached, search_targeted=False)
+    searched = record.person_suppression
+    if searched is not None and searched.search_targeted:
+        section = replace(section, persons=searched.persons + result.persons, rows=searched.rows + result.rows,
+                          search_targeted=True)
+    if not (result.reached and result.rows):
+        return Anonymized(anonymized.data, replace(record, person_suppression=section), anonymized.suppressed,
+                          anonymized.unreachable)
+    data = anonymized.data[result.keep]
+    sizes = np.bincount(classes.row_class[result.keep], minlength=classes.n_classes)
+    sizes = sizes[sizes > 0]
+    suppressed = anonymized.suppressed + result.rows
+    record = replace(
+        record, person_suppression=section, rows_out=len(data), output_hash=table_hash(data),
+        suppression=replace(record.suppression, rows=suppressed, share=suppressed / rows_in if rows_in else 0.0),
+        classes=Classes(count=len(sizes), k=int(sizes.min()) if len(sizes) else None, histogram=class_histogram(sizes)),
+    )
+    return Anonymized(data, record, suppressed, anonymized.unreachable)
