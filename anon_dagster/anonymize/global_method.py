@@ -147,4 +147,3 @@ def _cells_publish_more(policy: Policy, celled: pd.DataFrame, columns: list[str]
         return True
     kept = np.flatnonzero(~still)
     return avg_risk_ok(policy, _published_classes(celled, columns, kept), len(kept))
-

@@ -40,4 +40,3 @@ class AnonymizationResult:
     suppressed: int
     search: SearchResult | None = None
     suppressed_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-
