@@ -235,6 +235,7 @@ class SparkEngine:
         self._scratch: Path | None = None
         self._conf = dict(conf or {})
         self._app_name = app_name
+        self._digests: dict[int, tuple[Any, str]] = {}
 
     # ----- the session --------------------------------------------------------------------------
     @property
@@ -267,6 +268,15 @@ class SparkEngine:
         if self._scratch is not None and self._scratch_dir is None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+
+    def digest(self, df: Any) -> str:
+        """:func:`~.spark_frames.table_digest` of ``df``'s published columns, computed once per table."""
+        known = self._digests.get(id(df))
+        if known is not None and known[0] is df:
+            return known[1]
+        value = table_digest(df, published_columns(df))
+        self._digests[id(df)] = (df, value)
+        return value
 
     # ----- frequency tables ---------------------------------------------------------------------
     def frequencies(self, df: Any, columns: list[str], *, first_row: bool = True,
@@ -514,7 +524,7 @@ class SparkEngine:
                                         "level 0, the partition keys and the sensitive attributes)")
         counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
         n = int(counts.sum())
-        input_hash = table_digest(df, published_columns(df))
+        input_hash = self.digest(df)
         if an.method == "none" or n == 0:
             return self._record_only(spec, policy, df, freq, counts, input_hash, t0, an.method)
         if policy.k > n:
@@ -537,6 +547,7 @@ class SparkEngine:
         row_class, sizes, failing = lattice.failing_classes(search.levels)
         fail_rows = failing[row_class]
         published, categories = self._apply(df, schema, coded, levels, pks, freq, row_class, failing)
+        published = published.persist()  # read by the record, then by every check of the gate
         kept = sizes[~failing]
         return SparkAnonymized(published, self._record(
             spec, policy, freq, counts, fail_rows, kept, search.loss, input_hash, published, t0,
@@ -634,7 +645,7 @@ class SparkEngine:
                             histogram=class_histogram(kept_sizes)),
             utility=Utility(metric=_metric_name(method, spec), value=loss, queries=queries),
             levels=levels, search=search, input_hash=input_hash,
-            output_hash=table_digest(published, published_columns(published)),
+            output_hash=self.digest(published),
             elapsed_s=round(time.perf_counter() - t0, 4),
         )
 
@@ -661,7 +672,7 @@ class SparkEngine:
                                    first_row=False, what="the rows per partition key")
         counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
         return self._record(spec, policy, freq, counts, np.ones(len(freq), dtype=bool), np.zeros(0, dtype=np.int64),
-                            None, table_digest(df, published_columns(df)), df.limit(0), t0,
+                            None, self.digest(df), df.limit(0), t0,
                             original=df, levels=None, search=None, method=spec.anonymization.method)
 
     # ----- the commands -------------------------------------------------------------------------

@@ -210,6 +210,8 @@ def raw_value_hits(engine: Any, spec: Any, published: Any, raw: Any | None, colu
     cells = published.select(F.explode(F.array(*[
         F.struct(F.lit(c).alias("col"), F.col(f"`{c}`").cast("string").alias("value")) for c in searched
     ])).alias("cell")).select("cell.col", "cell.value").where(F.col("value").isNotNull())
+    # a cell can only hit its own identifier's values, or values of min_length characters or more
+    cells = cells.where(F.col("col").isin(idents) | (F.length("value") >= min_length))
     joined = cells.join(raw_pairs, on="value", how="inner")
     joined = joined.where((F.col("col") == F.col("ident")) | (F.length("value") >= min_length))
     for r in joined.groupBy("col", "ident").count().collect():
@@ -264,9 +266,6 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
     from ..release.evaluation import CheckResult, Evaluation
     from ..release.pipeline import declared_checks, describe_error
     from ..risk.exposure import small_classes
-    from .spark_engine import published_columns
-    from .spark_frames import table_digest
-
     published = anonymized.df
     record = anonymized.record
     declared = declared_checks(spec)
@@ -333,7 +332,7 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         notes.append(record.policy_unreachable)
     return Evaluation(
         release=spec.release, partition=partition, spec_hash=spec.spec_hash(),
-        data_hash=table_digest(published, published_columns(published)),
+        data_hash=engine.digest(published),
         checks=checks, measures=measures, record=record.to_json() if record is not None else None,
         composition=composition,
         class_sizes=classes.sizes.astype(int).tolist() if classes is not None else [],
