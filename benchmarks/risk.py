@@ -26,7 +26,7 @@ both sides.
 
 3. ``--baseline DIR``: the same measurements (the synthetic table's core figures and groupby per
    encoding, the Adult configurations) with the code of another checkout, e.g. an earlier commit
-   (``git worktree add /tmp/base <commit>``), side by side with this tree. Each side runs in a
+   (``git worktree add ../base <commit>``), side by side with this tree. Each side runs in a
    child process of its own and the two take turns job by job (the first side alternating), so
    both see the same load; printed: each side's medians, wall and CPU, and their ratios.
 """
