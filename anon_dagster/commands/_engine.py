@@ -10,7 +10,8 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..engine.base import DEFAULT_ENGINE, DEFAULT_SPARK_MASTER, ENGINES, Engine, open_engine
+from ..engine.base import DEFAULT_ENGINE, DEFAULT_SPARK_MASTER, ENGINES, Engine
+from ..engine.choose import open_engine
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,10 +14,10 @@ from .base import (
     Engine,
     MeasuredRelease,
     UnsupportedOnEngine,
-    open_engine,
     record_beside,
     record_path,
 )
+from .choose import open_engine
 from .pandas_engine import PandasEngine
 
 __all__ = [

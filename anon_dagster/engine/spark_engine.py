@@ -44,15 +44,18 @@ from .base import (
     record_beside,
     record_path,
 )
-from .spark_frames import (
+from .spark_frames import (  # noqa: E402,F401 - re-exported
     COUNT_COLUMN,
     DEFAULT_MAX_DRIVER_CELLS,
     FIRST_COLUMN,
+    INTERNAL_PREFIXES,
     arrow_values,
     collect,
     frequency_frame,
+    internal,
     lookup_frame,
     null_safe,
+    published_columns,
     read_parquet,
     scratch_folder,
     start_session,
@@ -61,17 +64,6 @@ from .spark_frames import (
     weighted_breakdown,
 )
 from .spark_pseudonyms import DISTINCT_PREFIX
-
-INTERNAL_PREFIXES = ("__",)
-
-
-def internal(name: str) -> bool:
-    """A column the pipeline carries on Spark and never publishes (positions, linkage, counts)."""
-    return name.startswith(INTERNAL_PREFIXES)
-
-
-def published_columns(df: Any) -> list[str]:
-    return [c for c in df.columns if not internal(c)]
 
 
 @dataclass

@@ -266,3 +266,17 @@ __all__ = [
     "null_safe", "read_parquet", "scratch_folder", "start_session", "table_digest", "to_pandas",
     "weighted_breakdown",
 ]
+
+
+INTERNAL_PREFIXES = ("__",)
+
+
+def internal(name: str) -> bool:
+    """A column the pipeline carries on Spark and never publishes (positions, linkage, counts)."""
+    return name.startswith(INTERNAL_PREFIXES)
+
+
+def published_columns(df: Any) -> list[str]:
+    """The columns of a Spark DataFrame that are published (every one but the internal ones)."""
+    return [c for c in df.columns if not internal(c)]
+

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..errors import DataError, UserError
 from ..risk.frequencies import frequency_classes, measure_frequencies, query_error_frequencies
-from .spark_frames import COUNT_COLUMN, FIRST_COLUMN, DriverLimit
+from .spark_frames import COUNT_COLUMN, FIRST_COLUMN, DriverLimit, published_columns
 
 
 def _passthrough(exc: BaseException) -> bool:
@@ -133,7 +133,6 @@ def contract_outcome(engine: Any, spec: Any, published: Any, raw: Any | None,
 
     from ..pseudonymize import pseudonym_pattern
     from ..release.gate import Outcome
-    from .spark_engine import published_columns
 
     columns = published_columns(published)
     types = dict(published.dtypes)
