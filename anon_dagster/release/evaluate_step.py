@@ -61,7 +61,7 @@ def evaluate(
     names = {d.name for d in wanted}
     results: dict[str, CheckResult] = {}
     measures: dict[str, Any] = {}
-    classes = None
+    classes = measured = None
     view = gate.publishable_view(anonymized)
     attack_names = {d.name for d in wanted if d.name in gate_attacks.ATTACK_CHECKS}
     risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract")
@@ -115,7 +115,10 @@ def evaluate(
         release=spec.release, partition=partition, spec_hash=spec.spec_hash(), data_hash=dataset_hash(view),
         checks=checks, measures=measures, record=record.to_json() if record is not None else None, composition=composition,
         class_sizes=gate.class_sizes(spec, anonymized, classes) if classes is not None else [],
-        small_classes=small_classes(classes, Policy.from_spec(spec).k).to_dict() if classes is not None else None,
+        # sizes and per-QI contributions, and each sensitive attribute's deciding classes
+        # (the most distant, the least diverse) from the measurement the checks judged
+        small_classes=(small_classes(classes, Policy.from_spec(spec).k, measured=measured, table=view).to_dict()
+                       if classes is not None else None),
         mitigations=notes, rows=len(view), assignment=assignment,
     )
 

@@ -97,8 +97,6 @@ def test_every_materialization_stays_within_50_kb(demo_run):
     assert not too_large
 
 
-@pytest.mark.xfail(strict=True, reason="the evaluation lists the most distant classes once pipeline.evaluate "
-                                       "passes the measures to exposure.small_classes")
 def test_the_strict_releases_t_closeness_check_lists_the_most_distant_classes(demo_run):
     _, _, events = demo_run
     [check] = [e for e in events if e.kind == "check" and e.name == "t_closeness"]
