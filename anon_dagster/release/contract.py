@@ -22,6 +22,7 @@ identifiers the contract keeps out.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,9 +34,22 @@ from . import gate
 from .gate import Outcome
 
 
+def _great_expectations() -> Any:
+    """Great Expectations, imported on first use (it is heavy).
+
+    It imports pyspark when that is installed, and pyspark warns about the pandas version on
+    import: a warning about a library this step does not use, so it is not shown.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        import great_expectations
+
+    return great_expectations
+
+
 def build_expectations(spec: ReleaseSpec, published: pd.DataFrame) -> list[tuple[str, Any]]:
     """``(description, expectation)`` pairs of the contract on the publication itself."""
-    import great_expectations as gx
+    gx = _great_expectations()
 
     E = gx.expectations
     out: list[tuple[str, Any]] = [(
@@ -57,7 +71,7 @@ def build_expectations(spec: ReleaseSpec, published: pd.DataFrame) -> list[tuple
 def exposure_table(spec: ReleaseSpec, published: pd.DataFrame,
                    raw_values: Mapping[str, set[str]] | None) -> tuple[pd.DataFrame, list[tuple[str, Any]]]:
     """The exposure table and its expectations: no published cell equals a raw identifier value."""
-    import great_expectations as gx
+    gx = _great_expectations()
 
     hits = gate.raw_value_hits(spec, published, raw_values)
     table = pd.DataFrame({f"{col}__holds_raw_{ident}": flags for (col, ident), flags in hits.items()})
@@ -72,7 +86,7 @@ def exposure_table(spec: ReleaseSpec, published: pd.DataFrame,
 def validate_contract(spec: ReleaseSpec, published: pd.DataFrame,
                       raw_values: Mapping[str, set[str]] | None = None) -> Outcome:
     """Validate the contract with GE; the outcome lists each failed expectation with counts."""
-    import great_expectations as gx
+    gx = _great_expectations()
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
