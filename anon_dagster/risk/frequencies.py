@@ -53,6 +53,7 @@ from .breakdown import class_size_histogram
 from .classes import EquivalenceClasses
 from .closeness import t_closeness, total_variation
 from .kernel import fold_columns, group_keys
+from .measures import summarize_sensitive
 from .reidentification import (
     check_sampling_fraction,
     journalist_figures,
@@ -280,22 +281,7 @@ def measure_frequencies(
         )
         measures.sensitive_results.append(_sensitive(ec, coded, fweights, recursive_c, attribute_disclosure))
     if sens:
-        summaries = {r.name: r.summary(recursive_c) for r in measures.sensitive_results}
-        measures.l_distinct = min(s["l_distinct"] for s in summaries.values())
-        measures.l_entropy = min(s["l_entropy"] for s in summaries.values())
-        worst_t = max(summaries.values(), key=lambda s: s["t_closeness"])
-        measures.t_closeness = worst_t["t_closeness"]
-        extras["t_closeness_distance"] = worst_t["t_closeness_distance"]
-        extras["t_closeness_tv"] = max(s["t_closeness_tv"] for s in summaries.values())
-        if recursive_c is not None:
-            extras["l_recursive"] = min(s["l_recursive"] for s in summaries.values())
-            extras["recursive_c"] = float(recursive_c)
-        if attribute_disclosure:
-            for key in ("delta_disclosure", "beta_likeness", "beta_likeness_enhanced"):
-                values = [s[key] for s in summaries.values() if s.get(key) is not None]
-                extras[key] = max(values) if values else None
-        if len(sens) > 1:
-            extras["sensitive_attributes"] = summaries
+        summarize_sensitive(measures, extras, recursive_c, attribute_disclosure)
 
     # ----- population: journalist, marketer, k-map, uniqueness -----------------------------
     population_size: float | None = None

@@ -59,6 +59,30 @@ def _per_attribute(option: Any, name: str) -> Any:
     return option
 
 
+def summarize_sensitive(measures: RiskMeasures, extras: dict[str, Any], recursive_c: float | None,
+                        attribute_disclosure: bool) -> None:
+    """The table's l, t and attribute-disclosure figures from its sensitive attributes' results:
+    the worst over them (smallest l, largest t and disclosure), each attribute's own figures
+    under ``sensitive_attributes`` when there are several. Shared by :func:`measure_risk` and
+    the frequency-table measurement, so both state one answer."""
+    summaries = {r.name: r.summary(recursive_c) for r in measures.sensitive_results}
+    measures.l_distinct = min(s["l_distinct"] for s in summaries.values())
+    measures.l_entropy = min(s["l_entropy"] for s in summaries.values())
+    worst_t = max(summaries.values(), key=lambda s: s["t_closeness"])
+    measures.t_closeness = worst_t["t_closeness"]
+    extras["t_closeness_distance"] = worst_t["t_closeness_distance"]
+    extras["t_closeness_tv"] = max(s["t_closeness_tv"] for s in summaries.values())
+    if recursive_c is not None:
+        extras["l_recursive"] = min(s["l_recursive"] for s in summaries.values())
+        extras["recursive_c"] = float(recursive_c)
+    if attribute_disclosure:
+        for key in ("delta_disclosure", "beta_likeness", "beta_likeness_enhanced"):
+            values = [s[key] for s in summaries.values() if s.get(key) is not None]
+            extras[key] = max(values) if values else None
+    if len(summaries) > 1:
+        extras["sensitive_attributes"] = summaries
+
+
 def measure_risk(
     df: pd.DataFrame,
     quasi_identifiers: str | Sequence[str],
@@ -205,22 +229,7 @@ def measure_risk(
         measures.sensitive_results.append(_sensitive(ec, coded, recursive_c, attribute_disclosure))
         coded_columns.append((coded.codes, coded.n_values))
     if sens:
-        summaries = {r.name: r.summary(recursive_c) for r in measures.sensitive_results}
-        measures.l_distinct = min(s["l_distinct"] for s in summaries.values())
-        measures.l_entropy = min(s["l_entropy"] for s in summaries.values())
-        worst_t = max(summaries.values(), key=lambda s: s["t_closeness"])
-        measures.t_closeness = worst_t["t_closeness"]
-        extras["t_closeness_distance"] = worst_t["t_closeness_distance"]
-        extras["t_closeness_tv"] = max(s["t_closeness_tv"] for s in summaries.values())
-        if recursive_c is not None:
-            extras["l_recursive"] = min(s["l_recursive"] for s in summaries.values())
-            extras["recursive_c"] = float(recursive_c)
-        if attribute_disclosure:
-            for key in ("delta_disclosure", "beta_likeness", "beta_likeness_enhanced"):
-                values = [s[key] for s in summaries.values() if s.get(key) is not None]
-                extras[key] = max(values) if values else None
-        if len(sens) > 1:
-            extras["sensitive_attributes"] = summaries
+        summarize_sensitive(measures, extras, recursive_c, attribute_disclosure)
 
     # ----- population: journalist, marketer, k-map, uniqueness -----------------------------
     population_size: float | None = None
