@@ -39,38 +39,12 @@ def _passthrough(exc: BaseException) -> bool:
     return isinstance(exc, DriverLimit | UnsupportedOnEngine)
 
 
-def risk_options(spec: Any, population: pd.DataFrame | None) -> dict[str, Any]:
-    """The options the gate's measurement passes (:func:`anon_dagster.release.gate.risk_measures`)."""
-    from ..anonymize.population import matched_qis
-    from ..spec import build_hierarchy
-
-    options: dict[str, Any] = {}
-    sensitive = spec.sensitive
-    if sensitive:
-        options["sensitive_kind"] = {s: spec.columns[s].kind or "nominal" for s in sensitive}
-        orders = {s: spec.columns[s].order for s in sensitive if spec.columns[s].order}
-        if orders:
-            options["sensitive_order"] = orders
-        trees = {s: build_hierarchy(spec, s) for s in sensitive if spec.columns[s].hierarchy is not None}
-        if trees:
-            options["sensitive_hierarchy"] = trees
-    cl = spec.policy.thresholds.recursive_cl
-    if cl is not None:
-        options["recursive_c"] = cl.c
-    pop_spec = spec.policy.population
-    if population is not None:
-        if pop_spec is not None and pop_spec.qis:
-            options["population_qis"] = matched_qis(spec)
-        options["population_source"] = pop_spec.path if pop_spec is not None else None
-    if spec.policy.thresholds.prosecutor_max is not None:
-        options["risk_threshold"] = spec.policy.thresholds.prosecutor_max
-    return options
-
-
 def measure(engine: Any, spec: Any, df: Any, population: pd.DataFrame | None, *,
             categories: dict[str, list[object]], empty_message: str | None = None) -> Any:
     """The release's :class:`~anon_dagster.risk.RiskMeasures` of the Spark table ``df`` (None when
     it has no rows, or a DataError ``empty_message``)."""
+    from ..release.gate import risk_options
+
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     freq, _ = engine.frequencies(df, columns, what="the published frequency table (QIs and sensitive attributes)")
     if not len(freq):
@@ -351,5 +325,5 @@ def _categorical(freq: pd.DataFrame, categories: dict[str, list[object]]) -> pd.
     return freq
 
 
-__all__ = ["composition_outcome", "contract_outcome", "evaluate", "measure", "query_error", "risk_options",
+__all__ = ["composition_outcome", "contract_outcome", "evaluate", "measure", "query_error",
            "utility_outcomes"]

@@ -207,21 +207,10 @@ def person_link(spec: ReleaseSpec, published: pd.DataFrame) -> pd.Series | None:
     return pd.Series(component[:n])
 
 
-def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
-                  record: TransformationRecord | None = None) -> RiskMeasures | None:
-    """The release's :class:`RiskMeasures` over the published view (None when it has no rows).
-
-    The one measurement of a release table: the spec gives the QIs, the sensitive attributes
-    with their kind, order and hierarchy, the population, the sampling fraction, the recursive
-    (c, l) constant and the risk threshold of ``records_at_risk`` (``policy.thresholds.
-    prosecutor_max`` when declared, else the kernel's default). The measures keep the table's
-    equivalence classes (``equivalence_classes``) for every later figure of the same table.
-    """
-    data = publishable_view(anonymized)
-    if len(data) == 0:
-        return None
-    if population is not None and record is not None:
-        population = generalize_population(population, spec, record, data)
+def risk_options(spec: ReleaseSpec, population: pd.DataFrame | None) -> dict[str, Any]:
+    """The options of the release's measurement that the spec decides: the sensitive attributes'
+    kind, order and hierarchy, the recursive (c, l) constant, the population's matched QIs and
+    source, and the risk threshold of ``records_at_risk``. Every engine measures with these."""
     options: dict[str, Any] = {}
     sensitive = spec.sensitive
     if sensitive:
@@ -243,6 +232,26 @@ def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.Da
         options["population_source"] = pop_spec.path if pop_spec is not None else None
     if spec.policy.thresholds.prosecutor_max is not None:
         options["risk_threshold"] = spec.policy.thresholds.prosecutor_max
+    return options
+
+
+def risk_measures(spec: ReleaseSpec, anonymized: pd.DataFrame, population: pd.DataFrame | None = None,
+                  record: TransformationRecord | None = None) -> RiskMeasures | None:
+    """The release's :class:`RiskMeasures` over the published view (None when it has no rows).
+
+    The one measurement of a release table: the spec gives the QIs, the sensitive attributes
+    with their kind, order and hierarchy, the population, the sampling fraction, the recursive
+    (c, l) constant and the risk threshold of ``records_at_risk`` (``policy.thresholds.
+    prosecutor_max`` when declared, else the kernel's default). The measures keep the table's
+    equivalence classes (``equivalence_classes``) for every later figure of the same table.
+    """
+    data = publishable_view(anonymized)
+    if len(data) == 0:
+        return None
+    if population is not None and record is not None:
+        population = generalize_population(population, spec, record, data)
+    sensitive, pop_spec = spec.sensitive, spec.policy.population
+    options = risk_options(spec, population)
     persons = person_link(spec, data)
     if persons is not None:
         options["persons"] = persons
