@@ -1,22 +1,16 @@
 """Sensors of a release: its source files, the freshness of its publications, and its refusals.
 
-- :func:`source_sensor` starts a partition's run when the partition's source file appears or
-  changes (local files; a cursor of each file's modification time and size): one run per new
-  partition key or new version of its file;
-- :func:`freshness_evaluation` and :func:`freshness_sensor`: the ``freshness`` check of the
-  published asset (judged by the publication step and by the sensor), failed when the latest
-  publication in the ledger is older than ``policy.review_after_days``. The ledger decides, not Dagster's last materialization: a
-  refused publication is materialized too (outcome ``refused``) and is no publication;
-- :func:`refusal_sensor` hands every refused publication (:class:`~.alerts.Refusal`) to a
-  function of yours: a ticket, a message, a run of a job of your own.
+The decisions are the core's: which partitions a change of the source files asks for
+(:mod:`anon_dagster.release.source_watch`) and whether the latest publication is fresh
+(:mod:`anon_dagster.release.freshness`); this module wraps them into run requests and asset
+check evaluations. :func:`refusal_sensor` hands every refused publication to a function of yours.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from dagster import (
@@ -35,8 +29,9 @@ from dagster import (
 )
 
 from ..objectstore import is_remote
-from ..partitions import UNPARTITIONED
+from ..release.freshness import judge_freshness
 from ..release.pipeline import describe_error
+from ..release.source_watch import source_runs
 from ..spec import ReleaseSpec
 from .alerts import Refusal
 from .partitions import partitions_def_for
@@ -46,57 +41,14 @@ OUTCOME_KEY = "outcome"
 REFUSAL_KEY = "refusal"
 
 
-# ----- source files ----------------------------------------------------------------------------
-
-
-def _signature(path: Any) -> str | None:
-    """``<mtime_ns>:<size>`` of a local file, None when it does not exist."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{st.st_mtime_ns}:{st.st_size}"
-
-
 def source_requests(spec: ReleaseSpec, cursor: str | None,
                     now: datetime | None = None) -> tuple[list[RunRequest], str]:
-    """The runs a look at the source files asks for, and the new cursor.
-
-    A source path with ``{partition}``: one run for each partition whose file appeared or changed.
-    One file for every partition: when it appears or changes, a run for each partition not yet
-    run and for the latest one (its period is the one most likely to have been filled in); a
-    partition that begins to exist (its period ended) gets its run too. Partitions are asked for
-    in order, as an ordered release publishes them. Unpartitioned: one run per version of the file.
-    """
-    state: dict[str, Any] = json.loads(cursor) if cursor else {}
+    """The runs a look at the source files asks for (:func:`~anon_dagster.release.source_watch.source_runs`
+    over the partitions that exist at ``now``), and the new cursor."""
     pdef = partitions_def_for(spec)
-    requests: list[RunRequest] = []
-    if pdef is None:
-        sig = _signature(spec.resolve(spec.source.path, partition=UNPARTITIONED))
-        if sig is not None and state.get("file") != sig:
-            requests.append(RunRequest(run_key=f"{UNPARTITIONED}@{sig}"))
-            state["file"] = sig
-        return requests, json.dumps(state, sort_keys=True)
-    keys = list(pdef.get_partition_keys(current_time=now))
-    if "{partition}" in spec.source.path:
-        seen = state.setdefault("partitions", {})
-        for key in keys:
-            sig = _signature(spec.resolve(spec.source.path, partition=key))
-            if sig is not None and seen.get(key) != sig:
-                requests.append(RunRequest(partition_key=key, run_key=f"{key}@{sig}"))
-                seen[key] = sig
-        return requests, json.dumps(state, sort_keys=True)
-    sig = _signature(spec.resolve(spec.source.path))
-    if sig is None:
-        return [], json.dumps(state, sort_keys=True)
-    done = set(state.get("requested", []))
-    wanted = [k for k in keys if k not in done]
-    if state.get("file") != sig and keys and keys[-1] not in wanted:
-        wanted.append(keys[-1])
-    for key in sorted(wanted, key=keys.index):
-        requests.append(RunRequest(partition_key=key, run_key=f"{key}@{sig}"))
-    state.update(file=sig, requested=sorted(done | set(wanted), key=keys.index))
-    return requests, json.dumps(state, sort_keys=True)
+    keys = list(pdef.get_partition_keys(current_time=now)) if pdef is not None else None
+    runs, cursor = source_runs(spec, cursor, keys)
+    return [RunRequest(partition_key=key, run_key=run_key) for key, run_key in runs], cursor
 
 
 def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
@@ -119,36 +71,14 @@ def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
     return _source
 
 
-# ----- freshness -------------------------------------------------------------------------------
-
-
-def _published_at(text: str) -> datetime:
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTranslator,
                          now: datetime | None = None) -> AssetCheckEvaluation:
-    """The ``freshness`` check's result: failed when the latest publication of the release in
-    the ledger (the newest current one of any partition) is older than ``policy.review_after_days``."""
-    now = now or datetime.now(UTC)
-    days = spec.policy.review_after_days
-    current = [e for e in ledger.entries(release=spec.release) if e.status == "published"]
-    common = {"asset_key": translator.asset_key(spec, "published"),
-              "check_name": translator.freshness_check_name(spec), "severity": AssetCheckSeverity.ERROR}
-    if not current:
-        return AssetCheckEvaluation(passed=True, description="nothing published yet: nothing to review",
-                                    metadata={"review_after_days": days}, **common)
-    latest = max(current, key=lambda e: _published_at(e.published_at))
-    age = (now - _published_at(latest.published_at)).total_seconds() / 86400
-    passed = age <= days
-    text = (f"latest publication {spec.release} {latest.partition or ''}".rstrip() +
-            f" is {age:.0f} days old ({latest.published_at}); review after {days} days" +
-            ("" if passed else ": review the release and publish it again"))
-    return AssetCheckEvaluation(
-        passed=passed, description=text, **common,
-        metadata={"latest_partition": latest.partition or UNPARTITIONED, "published_at": latest.published_at,
-                  "age_days": MetadataValue.float(round(age, 2)), "review_after_days": days})
+    """The ``freshness`` check's result (:func:`~anon_dagster.release.freshness.judge_freshness`)."""
+    fresh = judge_freshness(spec, ledger, now)
+    metadata = {k: MetadataValue.float(v) if k == "age_days" else v for k, v in fresh.metadata.items()}
+    return AssetCheckEvaluation(asset_key=translator.asset_key(spec, "published"),
+                                check_name=translator.freshness_check_name(spec), severity=AssetCheckSeverity.ERROR,
+                                passed=fresh.passed, description=fresh.description, metadata=metadata)
 
 
 def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 6 * 3600,
