@@ -21,6 +21,7 @@ from ..dates import format_problems, parse_dates
 from ..errors import DataError, HierarchyError, Problem, SpecError
 from ..hierarchies import DateHierarchy
 from ..objectstore import location_problem, scheme_of, shown
+from .approval import approval_message, approval_problems
 from .columns import column_problems
 from .models import ReleaseSpec
 from .policy import attacks_message, policy_problems, threshold_message
@@ -35,6 +36,8 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
         special = threshold_message(loc, err)
         if special is None:
             special = attacks_message(loc, err)
+        if special is None:
+            special = approval_message(loc, err)
         if special is not None:
             message = special
         elif err["type"] == "extra_forbidden":
@@ -82,6 +85,8 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
                 add(f"columns.{spec.partitions.column}.hierarchy.format",
                     f"{own!r} differs from partitions.format {fmt!r}: one column has one date format")
     for key, msg in policy_problems(spec):
+        add(key, msg)
+    for key, msg in approval_problems(spec.approval):
         add(key, msg)
     names = set()
     for i, q in enumerate(spec.utility_queries):

@@ -15,12 +15,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import PydanticCustomError
 
 from ..errors import UserError
 from ..hierarchies import Hierarchy
 from ..objectstore import ObjectPath, is_remote
+from .approval import ApprovalSpec
 from .columns import ColumnSpec, Integer, Number, TableSpec, _Model, build_hierarchy
 from .policy import PolicySpec
 
@@ -130,9 +131,18 @@ class ReleaseSpec(_Model):
     utility_queries: list[UtilityQuerySpec] = []
     composition: CompositionSpec | None = None
     publication: PublicationSpec
+    approval: ApprovalSpec | None = None  # who approves a passing evaluation before it is published
 
     # set by load_spec: the file and folder paths resolve against
     spec_path: Path | None = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_approval(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # an optional block of release spec v1: a spec without it dumps (and hashes) as before
+        out = handler(self)
+        if isinstance(out, dict) and out.get("approval") is None:
+            out.pop("approval", None)
+        return out
 
     # ----- derived views -------------------------------------------------------------------
     @property
