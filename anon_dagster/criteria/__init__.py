@@ -4,7 +4,8 @@
 the release gate, the anonymizer's policy, the risk report and the check descriptions are
 derived from it. :data:`ATTACK_CRITERIA` holds one :class:`AttackCriterion` per attack of
 ``policy.attacks`` (singling out, linkability, inference: residual risks judged with their
-interval). :func:`declared_checks` lists every check a release spec declares, as the Dagster
+interval). :data:`SYNTHETIC_CRITERIA` holds one :class:`SyntheticCriterion` per bound of
+``policy.synthetic`` (the audit of a synthetic release). :func:`declared_checks` lists every check a release spec declares, as the Dagster
 layer and the CLI show them. Plain Python (no Dagster import).
 """
 
@@ -29,6 +30,12 @@ from .registry import (
     declared_thresholds,
     plain_threshold,
 )
+from .synthetic import (
+    SYNTHETIC_CRITERIA,
+    SyntheticCriterion,
+    declared_synthetic,
+    synthetic_criterion_for_check,
+)
 
 __all__ = [
     "ATTACK_CRITERIA",
@@ -36,6 +43,7 @@ __all__ = [
     "HEADLINE_RISKS",
     "NEEDS_POPULATION",
     "REGISTRY",
+    "SYNTHETIC_CRITERIA",
     "TOLERANCE",
     "AttackCriterion",
     "AttackJudgement",
@@ -43,13 +51,16 @@ __all__ = [
     "DeclaredCheck",
     "Judgement",
     "RecursiveCL",
+    "SyntheticCriterion",
     "ThresholdType",
     "adversary_problem",
     "attack_criterion_for_check",
     "criterion_for_check",
     "declared_attacks",
     "declared_checks",
+    "declared_synthetic",
     "declared_thresholds",
     "headline_risk",
     "plain_threshold",
+    "synthetic_criterion_for_check",
 ]

@@ -3,7 +3,9 @@
 A row release (``publication.mode: rows``) declares one check per threshold of
 ``policy.thresholds`` (registry order), one per attack of ``policy.attacks``
 (``singling_out_risk``, ``linkability_risk``, ``inference_risk``; severity ``policy.attacks.
-severity``), one per utility query (``utility_<name>``), the composition check when
+severity``), one per bound of ``policy.synthetic`` (``synthetic_copy_rate_gap``,
+``synthetic_closer_to_train_gap``, ``synthetic_mia_auc``: the audit of a synthetic release),
+one per utility query (``utility_<name>``), the composition check when
 ``composition`` is set, and the data contract. An aggregates release
 (``publication.mode: aggregates``) declares only ``epsilon_budget``: no row is published, so
 row-level thresholds do not apply; the population's epsilon budget governs it.
@@ -16,6 +18,7 @@ from typing import Any
 
 from .attacks import declared_attacks
 from .registry import declared_thresholds
+from .synthetic import declared_synthetic
 
 DATA_CONTRACT_TEXT = (
     "Great Expectations: published columns exactly the allowed set, no identifier or raw "
@@ -74,6 +77,11 @@ def declared_checks(spec: Any) -> list[DeclaredCheck]:
         DeclaredCheck(name=c.check_name, spec_key=c.spec_key, severity=attacks.severity,
                       description=c.describe(threshold), comparison=c.comparison, threshold=threshold)
         for c, threshold in declared_attacks(attacks)
+    ]
+    checks += [
+        DeclaredCheck(name=c.check_name, spec_key=c.spec_key, severity="error",
+                      description=c.describe(threshold), comparison=c.comparison, threshold=threshold)
+        for c, threshold in declared_synthetic(getattr(spec.policy, "synthetic", None))
     ]
     for q in spec.utility_queries:
         key = f"utility_queries.{q.name}"

@@ -24,6 +24,7 @@ from ..objectstore import ObjectPath, is_remote
 from .approval import ApprovalSpec
 from .columns import ColumnSpec, Integer, Number, TableSpec, _Model, build_hierarchy
 from .policy import PolicySpec
+from .synthetic import SyntheticSpec
 
 
 class SourceSpec(_Model):
@@ -72,7 +73,7 @@ class PartitionsSpec(_Model):
 class AnonymizationSpec(_Model):
     """What the anonymizer does; ``k`` and the policy's monotone thresholds are its targets."""
 
-    method: Literal["global", "mondrian", "microaggregation", "none"] = "global"
+    method: Literal["global", "mondrian", "microaggregation", "synthetic", "none"] = "global"
     k: Integer = Field(default=5, ge=1)
     max_suppression: Number = Field(default=0.0, ge=0.0, le=1.0)
     utility: str = "entropy"
@@ -83,6 +84,16 @@ class AnonymizationSpec(_Model):
     # lists the minimal nodes the search already settled; unset = complete without suppression
     # (cheap), partial with it (completing can cost seconds on large lattices)
     frontier: Literal["complete", "partial"] | None = None
+    # method "synthetic": how the synthetic table is made (see anon_dagster.spec.synthetic)
+    synthetic: SyntheticSpec | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_synthetic(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # an optional block of release spec v1: a spec without it dumps (and hashes) as before
+        out = handler(self)
+        if isinstance(out, dict) and out.get("synthetic") is None:
+            out.pop("synthetic", None)
+        return out
 
 
 class UtilityQuerySpec(_Model):

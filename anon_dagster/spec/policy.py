@@ -16,10 +16,12 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, create_model, model_serializer
 
-from ..criteria import ATTACK_CRITERIA, REGISTRY, RecursiveCL, adversary_problem
+from ..criteria import ATTACK_CRITERIA, REGISTRY, SYNTHETIC_CRITERIA, RecursiveCL, adversary_problem
 from .columns import Integer, Number, _Model
+from .synthetic import synthetic_problems
 
-__all__ = ["AttackControlSpec", "AttacksSpec", "PolicySpec", "PopulationSpec", "RecursiveCL", "ThresholdsSpec",
+__all__ = ["AttackControlSpec", "AttacksSpec", "PolicySpec", "PopulationSpec", "RecursiveCL", "SyntheticPolicySpec",
+           "ThresholdsSpec",
            "attack_problems", "attack_secrets", "attacks_message", "policy_problems", "threshold_message"]
 
 
@@ -75,6 +77,19 @@ AttacksSpec = create_model(
 )
 
 
+SyntheticPolicySpec = create_model(
+    "SyntheticPolicySpec",
+    __base__=_Model,
+    __module__=__name__,
+    __doc__="The bounds of a synthetic release's audit (anon_dagster.spec.synthetic): one optional "
+            "bound per criterion of the synthetic criteria (each present becomes a blocking check), "
+            "and the real records withheld from the synthesis as the audit's control set (as "
+            "policy.attacks.control; when both are declared, policy.attacks.control is the one used).",
+    control=(AttackControlSpec, AttackControlSpec()),
+    **{key: (c.threshold_type.annotation | None, None) for key, c in SYNTHETIC_CRITERIA.items()},
+)
+
+
 class PolicySpec(_Model):
     """The risk policy, declared before anyone measures."""
 
@@ -85,6 +100,7 @@ class PolicySpec(_Model):
     severity: Literal["low", "medium", "high", "very_high"] = "high"
     review_after_days: Integer = Field(default=365, ge=1)
     attacks: AttacksSpec | None = None  # type: ignore[valid-type]
+    synthetic: SyntheticPolicySpec | None = None  # type: ignore[valid-type]
 
     @model_serializer(mode="wrap")
     def _without_absent_attacks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -92,6 +108,8 @@ class PolicySpec(_Model):
         out = handler(self)
         if isinstance(out, dict) and out.get("attacks") is None:
             out.pop("attacks", None)
+        if isinstance(out, dict) and out.get("synthetic") is None:
+            out.pop("synthetic", None)
         return out
 
 
@@ -157,6 +175,7 @@ def policy_problems(spec: Any) -> list[tuple[str, str]]:
             if q not in spec.quasi_identifiers:
                 problems.append(("policy.population.qis", f"{q!r} is not a quasi-identifier of the spec"))
     problems += attack_problems(spec)
+    problems += synthetic_problems(spec)
     k = policy.thresholds.k
     if k is not None and spec.anonymization.method != "none" and spec.anonymization.k < k:
         problems.append(("anonymization.k", f"k={spec.anonymization.k} is below the policy threshold k={k}: "

@@ -1,0 +1,99 @@
+"""Release spec v1, synthetic releases: ``anonymization.synthetic`` (how the synthetic table is
+made) and ``policy.synthetic`` (the audit's bounds), with their consistency rules.
+
+A synthetic release (``anonymization.method: synthetic``) publishes rows drawn from a model of
+the partition instead of the partition's rows: the built-in sequential CART synthesizer
+(:mod:`anon_dagster.anonymize.synthetic_method`), or a table made by the user's own generator
+(``anonymization.synthetic.table``). Its rows are nobody's, so the criteria that count the
+published rows of a person's class (``policy.thresholds``: k, the risk models, l, t, uniques)
+do not describe it, and the spec refuses them; the audit of :mod:`anon_dagster.risk.
+synthetic_audit` judges it instead (``policy.synthetic``, derived from :data:`anon_dagster.
+criteria.SYNTHETIC_CRITERIA`, its model in :mod:`.policy`), with ``policy.attacks`` when declared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ..criteria import REGISTRY, SYNTHETIC_CRITERIA
+from .columns import Integer, _Model
+
+__all__ = ["SyntheticSpec", "synthesis_order", "synthetic_columns", "synthetic_problems"]
+
+
+class SyntheticSpec(_Model):
+    """How the synthetic table is made (``anonymization.synthetic``).
+
+    ``order``: the columns in the order the CART synthesizer draws them (default: the published
+    columns in spec order; the first is drawn from its marginal, each next one from a tree on
+    those before it); ``min_samples_leaf``: the fewest real rows in a tree's leaf, which the
+    synthetic value is drawn from; ``rows``: the synthetic rows drawn (default: as many as the
+    real rows); ``table``: a synthetic table made by another generator (csv or parquet,
+    relative to the spec, may hold ``{partition}``), published in place of the CART synthesis.
+    """
+
+    order: list[str] | None = None
+    min_samples_leaf: Integer = Field(default=5, ge=1)
+    rows: Integer | None = Field(default=None, ge=1)
+    table: str | None = None
+
+
+
+
+def synthetic_problems(spec: Any) -> list[tuple[str, str]]:
+    """``(key, message)`` for every inconsistency of a synthetic release (or of
+    ``policy.synthetic`` on another method) with the rest of ``spec``."""
+    an, policy = spec.anonymization, spec.policy
+    declared = getattr(policy, "synthetic", None)
+    settings = getattr(an, "synthetic", None)
+    if an.method != "synthetic":
+        problems = []
+        if declared is not None:
+            problems.append(("policy.synthetic", f"bounds a synthetic release's audit, and anonymization.method is "
+                                                 f"{an.method!r}: set it to 'synthetic' or drop policy.synthetic"))
+        if settings is not None:
+            problems.append(("anonymization.synthetic", f"configures the synthesizer, and anonymization.method is "
+                                                        f"{an.method!r}: set it to 'synthetic' or drop this block"))
+        return problems
+    problems: list[tuple[str, str]] = []
+    if declared is None or not any(getattr(declared, key) is not None for key in SYNTHETIC_CRITERIA):
+        problems.append(("policy.synthetic", "a synthetic release is judged by its audit: give at least one of "
+                                             f"{', '.join(SYNTHETIC_CRITERIA)}"))
+    for key in REGISTRY:
+        if getattr(policy.thresholds, key) is not None:
+            problems.append((f"policy.thresholds.{key}",
+                             "a synthetic release publishes no person's row, so the criteria of the published "
+                             "rows' classes do not describe it: bound its audit under policy.synthetic instead"))
+    if spec.publication.mode != "rows":
+        problems.append(("publication.mode", "a synthetic release publishes rows: mode 'rows'"))
+    if an.pram is not None:
+        problems.append(("anonymization.pram", "PRAM perturbs real rows; a synthetic release publishes none"))
+    for name in spec.pseudonymized:
+        problems.append((f"columns.{name}.pseudonymize",
+                         "a synthetic row is nobody's and cannot carry a person's pseudonym: drop pseudonymize "
+                         "(the identifier is then not published)"))
+    columns = synthetic_columns(spec)
+    order = settings.order if settings is not None else None
+    for i, name in enumerate(order or []):
+        if name not in columns:
+            problems.append((f"anonymization.synthetic.order.{i}", f"column {name!r} is not a published column "
+                                                                   f"(published: {', '.join(columns)})"))
+    if order is not None and len(set(order)) != len(order):
+        problems.append(("anonymization.synthetic.order", "names a column twice"))
+    return problems
+
+
+def synthetic_columns(spec: Any) -> list[str]:
+    """The columns of a synthetic release, in spec order: every published column but the
+    identifiers (a synthetic row has no person to identify)."""
+    return [n for n in spec.published_columns if spec.columns[n].role != "identifier"]
+
+
+def synthesis_order(spec: Any) -> list[str]:
+    """The order the synthesizer draws the columns in: ``anonymization.synthetic.order``, then
+    the other columns of :func:`synthetic_columns` in spec order."""
+    settings = getattr(spec.anonymization, "synthetic", None)
+    declared = list(settings.order or []) if settings is not None else []
+    return declared + [c for c in synthetic_columns(spec) if c not in declared]
