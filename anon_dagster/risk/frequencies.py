@@ -48,21 +48,21 @@ import pandas as pd
 
 from ..errors import DataError
 from ..hierarchies import Hierarchy
-from ..io import read_table
 from .breakdown import class_size_histogram
 from .classes import EquivalenceClasses
 from .closeness import t_closeness, total_variation
-from .kernel import fold_columns, group_keys
+from .kernel import group_keys
 from .measures import summarize_sensitive
+from .population_figures import as_list as _as_list
+from .population_figures import measure_population
+from .population_figures import per_attribute as _per_attribute
 from .reidentification import (
     check_sampling_fraction,
-    journalist_figures,
-    population_class_sizes,
     prosecutor_figures,
 )
 from .result import DEFAULT_RISK_THRESHOLD, RiskMeasures, SensitiveResult
 from .sensitive import Cells, CodedSensitive, code_sensitive, diversity, recursive_l
-from .utility import QueryError, generic_utility, joint_label_codes
+from .utility import QueryError, generic_utility, utility_query_error
 
 COUNT_COLUMN = "count"
 
@@ -70,18 +70,6 @@ __all__ = [
     "COUNT_COLUMN", "frequency_classes", "frequency_counts", "frequency_table", "measure_frequencies",
     "query_error_frequencies",
 ]
-
-
-def _as_list(value: str | Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return list(value)
-
-
-def _per_attribute(option: Any, name: str) -> Any:
-    return option.get(name) if isinstance(option, Mapping) else option
 
 
 def frequency_counts(freq: pd.DataFrame, counts: str = COUNT_COLUMN) -> np.ndarray:
@@ -284,52 +272,11 @@ def measure_frequencies(
         summarize_sensitive(measures, extras, recursive_c, attribute_disclosure)
 
     # ----- population: journalist, marketer, k-map, uniqueness -----------------------------
-    population_size: float | None = None
-    if population is not None:
-        source = population_source or (str(population) if isinstance(population, str) else "population")
-        if not isinstance(population, pd.DataFrame):
-            population = read_table(population)
-        if population_qis is not None:
-            pq = _as_list(population_qis)
-            extra = [q for q in pq if q not in qis]
-            if not pq or extra:
-                raise DataError(f"population QIs must be a non-empty subset of the QIs, got {pq}")
-            coarse = frequency_classes(freq, pq, fweights)
-            F_coarse = population_class_sizes(coarse, population, count_column, source=source,
-                                              strict=strict_population)
-            F = F_coarse[coarse.row_class[ec.first_rows]]
-            extras["population_qis"] = pq
-        else:
-            F = population_class_sizes(ec, population, count_column, source=source, strict=strict_population)
-        population_size = float(
-            pd.to_numeric(population[count_column]).sum() if count_column else len(population)
-        )
-        extras["journalist_model"] = "population"
-        extras["population_size"] = population_size
-        extras["k_map"] = int(F.min()) if np.all(F == np.floor(F)) else float(F.min())
-    elif sampling_fraction is not None:
-        F = sizes / sampling_fraction
-        extras["journalist_model"] = "estimated from the sampling fraction (F = n_c / f)"
-    else:
-        F = None
-    if F is not None:
-        jf = journalist_figures(sizes, F, n, threshold)
-        measures.journalist_max = jf["journalist_max"]
-        measures.journalist_avg = jf["journalist_avg"]
-        measures.marketer = jf["marketer"]
-        extras["journalist_records_at_risk"] = jf["journalist_records_at_risk"]
-        measures.population_sizes = F
-
-    f_used = sampling_fraction
-    if f_used is None and population_size:
-        f_used = min(n / population_size, 1.0)
-    if f_used is not None:
-        extras["sampling_fraction"] = f_used
-        if uniqueness:
-            from .uniqueness import population_uniqueness
-
-            extras["population_uniqueness"] = population_uniqueness(
-                sizes, f_used, bootstrap=bootstrap, seed=seed).to_dict()
+    measure_population(
+        measures, extras, ec, qis=qis, threshold=threshold, population=population,
+        population_qis=population_qis, population_source=population_source, count_column=count_column,
+        strict_population=strict_population, sampling_fraction=sampling_fraction, uniqueness=uniqueness,
+        bootstrap=bootstrap, seed=seed, coarse_classes=lambda pq: frequency_classes(freq, pq, fweights))
 
     # ----- utility -------------------------------------------------------------------------
     extras.update(generic_utility(SimpleNamespace(n_rows=n, sizes=sizes), suppressed=suppressed, k=k))
@@ -346,55 +293,7 @@ def query_error_frequencies(original: pd.DataFrame, anonymized: pd.DataFrame,
     group``, the same integers divided) and the errors are those of the rows; the table has one
     row per (group, target value), largest error first.
     """
-    group_by = [group_by] if isinstance(group_by, str) else list(group_by)
-    for frame, label in ((original, "original"), (anonymized, "anonymized")):
-        for col in [*group_by, target]:
-            if col not in frame.columns:
-                raise DataError(f"utility query: column {col!r} is not in the {label} table")
-    if target in group_by:
-        raise DataError(f"utility query: target {target!r} is also a group_by column")
     w_o = frequency_counts(original, counts) if len(original) else np.zeros(0, dtype=np.int64)
     w_a = frequency_counts(anonymized, counts) if len(anonymized) else np.zeros(0, dtype=np.int64)
-    if int(w_o.sum()) == 0:
-        raise DataError("utility query: the original table is empty")
-    cols = [*group_by, target]
-    codes, cards, labels = [], [], []
-    for c in cols:
-        col_codes, uniques = joint_label_codes(original[c].reset_index(drop=True),
-                                               anonymized[c].reset_index(drop=True))
-        codes.append(np.asarray(col_codes, dtype=np.int64))
-        cards.append(max(len(uniques), 1))
-        labels.append(uniques)
-    n_o = len(original)
-    weights = np.concatenate([w_o, w_a])
-    if group_by:
-        gkey, gspace = fold_columns(zip(codes[:-1], cards[:-1], strict=True))
-        _, group, _ = group_keys(gkey, gspace)
-    else:
-        group = np.zeros(len(weights), dtype=np.int64)
-    n_groups = int(group.max()) + 1 if len(group) else 0
-    n_values = cards[-1]
-    cell = group * n_values + codes[-1]
-    uniq, inverse, _ = group_keys(cell, max(n_groups * n_values, 1))
-    count_o = np.rint(np.bincount(inverse[:n_o], weights=w_o, minlength=len(uniq))).astype(np.int64)
-    count_a = np.rint(np.bincount(inverse[n_o:], weights=w_a, minlength=len(uniq))).astype(np.int64)
-    rows_o = np.rint(np.bincount(group[:n_o], weights=w_o, minlength=n_groups)).astype(np.int64)
-    rows_a = np.rint(np.bincount(group[n_o:], weights=w_a, minlength=n_groups)).astype(np.int64)
-    g, v = uniq // n_values, uniq % n_values
-    with np.errstate(invalid="ignore", divide="ignore"):
-        prev_o = np.where(rows_o[g] > 0, 100.0 * count_o / rows_o[g], 0.0)
-        prev_a = np.where(rows_a[g] > 0, 100.0 * count_a / rows_a[g], 0.0)
-    error = np.abs(prev_o - prev_a)
-    order = np.argsort(-error, kind="stable")
-    first = np.full(n_groups, len(group), dtype=np.int64)
-    np.minimum.at(first, group, np.arange(len(group), dtype=np.int64))
-    table = {c: labels[i][codes[i][first[g[order]]]] for i, c in enumerate(group_by)}
-    table[target] = labels[-1][v[order]]
-    table.update({
-        "count_original": count_o[order], "rows_original": rows_o[g[order]],
-        "prevalence_original": prev_o[order],
-        "count_anonymized": count_a[order], "rows_anonymized": rows_a[g[order]],
-        "prevalence_anonymized": prev_a[order],
-        "error_points": error[order], "missing_in_anonymized": rows_a[g[order]] == 0,
-    })
-    return QueryError(float(error.max()) if len(error) else 0.0, pd.DataFrame(table))
+    return utility_query_error(original.reset_index(drop=True), anonymized.reset_index(drop=True),
+                               group_by, target, weights=(w_o, w_a))

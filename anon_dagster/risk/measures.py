@@ -19,15 +19,15 @@ import pandas as pd
 
 from ..errors import DataError
 from ..hierarchies import Hierarchy
-from ..io import read_table
 from .breakdown import HISTOGRAM_BINS, class_size_histogram
 from .classes import EquivalenceClasses
 from .closeness import t_closeness, total_variation
 from .coding import FactorizeCache
+from .population_figures import as_list as _as_list
+from .population_figures import measure_population
+from .population_figures import per_attribute as _per_attribute
 from .reidentification import (
     check_sampling_fraction,
-    journalist_figures,
-    population_class_sizes,
     prosecutor_figures,
 )
 from .result import (
@@ -43,20 +43,6 @@ __all__ = [
     "CONTRACT_KEYS", "DEFAULT_RISK_THRESHOLD", "HISTOGRAM_BINS", "RiskMeasures", "SensitiveResult",
     "class_size_histogram", "measure_risk",
 ]
-
-
-def _as_list(value: str | Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return list(value)
-
-
-def _per_attribute(option: Any, name: str) -> Any:
-    if isinstance(option, Mapping):
-        return option.get(name)
-    return option
 
 
 def summarize_sensitive(measures: RiskMeasures, extras: dict[str, Any], recursive_c: float | None,
@@ -232,57 +218,17 @@ def measure_risk(
         summarize_sensitive(measures, extras, recursive_c, attribute_disclosure)
 
     # ----- population: journalist, marketer, k-map, uniqueness -----------------------------
-    population_size: float | None = None
-    if population is not None:
-        source = population_source or (str(population) if isinstance(population, str | Path) else "population")
-        if isinstance(population, str | Path):
-            population = read_table(population)
-        if population_qis is not None:
-            pq = _as_list(population_qis)
-            extra = [q for q in pq if q not in qis]
-            if not pq or extra:
-                raise DataError(f"population QIs must be a non-empty subset of the QIs, got {pq}")
-            coarse = EquivalenceClasses.from_frame(df, pq, cache=cache)
-            F_coarse = population_class_sizes(coarse, population, count_column, source=source,
-                                              strict=strict_population, cache=cache)
-            # each fine class lies inside one coarse class: take its F
-            F = F_coarse[coarse.row_class[ec.first_rows]]
-            extras["population_qis"] = pq
-        else:
-            F = population_class_sizes(ec, population, count_column, source=source,
-                                       strict=strict_population, cache=cache)
-        population_size = float(
-            pd.to_numeric(population[count_column]).sum() if count_column else len(population)
-        )
-        extras["journalist_model"] = "population"
-        extras["population_size"] = population_size
-        extras["k_map"] = int(F.min()) if np.all(F == np.floor(F)) else float(F.min())
-        if presence:
-            from .presence import delta_presence
+    population_frame = measure_population(
+        measures, extras, ec, qis=qis, threshold=threshold, population=population,
+        population_qis=population_qis, population_source=population_source, count_column=count_column,
+        strict_population=strict_population, sampling_fraction=sampling_fraction, uniqueness=uniqueness,
+        bootstrap=bootstrap, seed=seed, cache=cache,
+        coarse_classes=lambda pq: EquivalenceClasses.from_frame(df, pq, cache=cache))
+    if presence and population_frame is not None:
+        from .presence import delta_presence
 
-            extras["delta_presence"] = delta_presence(
-                population, df, extras.get("population_qis", qis), count_column
-            ).to_dict()
-    elif sampling_fraction is not None:
-        F = sizes / sampling_fraction
-        extras["journalist_model"] = "estimated from the sampling fraction (F = n_c / f)"
-    else:
-        F = None
-    if F is not None:
-        jf = journalist_figures(sizes, F, n, threshold)
-        measures.journalist_max = jf["journalist_max"]
-        measures.journalist_avg = jf["journalist_avg"]
-        measures.marketer = jf["marketer"]
-        extras["journalist_records_at_risk"] = jf["journalist_records_at_risk"]
-        measures.population_sizes = F
-
-    f_used = sampling_fraction
-    if f_used is None and population_size:
-        f_used = min(n / population_size, 1.0)
-    if f_used is not None:
-        extras["sampling_fraction"] = f_used
-        if uniqueness:
-            extras["population_uniqueness"] = _population_uniqueness(sizes, f_used, bootstrap, seed)
+        extras["delta_presence"] = delta_presence(
+            population_frame, df, extras.get("population_qis", qis), count_column).to_dict()
 
     # ----- utility -------------------------------------------------------------------------
     extras.update(generic_utility(ec, suppressed=suppressed, k=k))
@@ -299,7 +245,7 @@ def measure_risk(
         from .person import person_figures
 
         extras["person"] = person_figures(ec, pd.Series(persons).reset_index(drop=True), coded_columns,
-                                          population_sizes=F if population is not None else None)
+                                          population_sizes=measures.population_sizes if population is not None else None)
 
     # ----- breakdowns ----------------------------------------------------------------------
     if groups:
@@ -339,14 +285,6 @@ def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float
             "beta_likeness_enhanced": b.enhanced if math.isfinite(b.enhanced) else None,
         }
     return SensitiveResult(coded.name, div.l_distinct, div.entropy, t, distance, tv, rec, disclosure)
-
-
-def _population_uniqueness(sizes: np.ndarray, f: float, bootstrap: int, seed: int) -> dict[str, Any]:
-    # imported here: the estimators load scipy.stats, which a measurement without a population
-    # or sampling fraction never needs
-    from .uniqueness import population_uniqueness
-
-    return population_uniqueness(sizes, f, bootstrap=bootstrap, seed=seed).to_dict()
 
 
 def _query_fields(q: Any, i: int) -> tuple[str, Any, str, float | None]:

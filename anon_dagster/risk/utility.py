@@ -178,33 +178,42 @@ class Prevalences(NamedTuple):
 
 
 def prevalence_errors(group: np.ndarray, value: np.ndarray, n_original: int,
-                      n_values: int) -> Prevalences:
+                      n_values: int, weights: np.ndarray | None = None) -> Prevalences:
     """The query error's figures from coded rows: the original's rows, then the published ones.
 
     ``group[i]`` and ``value[i]`` are row ``i``'s group and target value, coded alike in both
     tables (a label has one code whichever table holds it): rows ``0..n_original-1`` are the
     original's, the rest the published table's. For every (group, value) present in either
     table, each table's prevalence is ``100 * count / rows of the group`` (0 when the table holds
-    no row of the group) and the error their absolute difference (module docstring).
+    no row of the group) and the error their absolute difference (module docstring). With
+    ``weights`` (whole numbers ≥ 1, one per row) a row stands for that many rows: the rows of two
+    frequency tables.
     """
     group = np.asarray(group).astype(np.int64, copy=False)  # int32 ids: widen before the product
     value = np.asarray(value).astype(np.int64, copy=False)
     n_groups = int(group.max()) + 1 if len(group) else 0
     cell = group * n_values + value
     space = n_groups * n_values
+
+    def count(ids: np.ndarray, part: slice, length: int) -> np.ndarray:
+        if weights is None:
+            return np.bincount(ids[part], minlength=length)
+        return np.rint(np.bincount(ids[part], weights=weights[part], minlength=length)).astype(np.int64)
+
+    original, published = slice(None, n_original), slice(n_original, None)
     if space <= 2 * len(cell) + 65536:
         # a small (group, value) space: count directly, the cells present in ascending order
-        flat_o = np.bincount(cell[:n_original], minlength=space)
-        flat_a = np.bincount(cell[n_original:], minlength=space)
+        flat_o = count(cell, original, space)
+        flat_a = count(cell, published, space)
         cells = np.flatnonzero(flat_o + flat_a)
         count_o, count_a = flat_o[cells], flat_a[cells]
     else:
         cells, inverse = np.unique(cell, return_inverse=True)
         inverse = inverse.ravel()
-        count_o = np.bincount(inverse[:n_original], minlength=len(cells))
-        count_a = np.bincount(inverse[n_original:], minlength=len(cells))
-    rows_o = np.bincount(group[:n_original], minlength=n_groups)
-    rows_a = np.bincount(group[n_original:], minlength=n_groups)
+        count_o = count(inverse, original, len(cells))
+        count_a = count(inverse, published, len(cells))
+    rows_o = count(group, original, n_groups)
+    rows_a = count(group, published, n_groups)
     g, v = cells // n_values, cells % n_values
     with np.errstate(invalid="ignore", divide="ignore"):
         prev_o = np.where(rows_o[g] > 0, 100.0 * count_o / rows_o[g], 0.0)
@@ -222,7 +231,8 @@ class QueryError(NamedTuple):
 
 def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
                         group_by: Sequence[str] | str, target: str,
-                        cache: FactorizeCache | None = None) -> QueryError:
+                        cache: FactorizeCache | None = None,
+                        weights: tuple[np.ndarray, np.ndarray] | None = None) -> QueryError:
     """Largest absolute difference (percentage points) of ``target`` prevalence per group.
 
     For every group of ``group_by`` and every value of ``target`` present in either table, the
@@ -230,7 +240,8 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
     from the anonymized table (suppressed, or its labels generalized away) has prevalence 0 there
     and is flagged ``missing_in_anonymized``. Missing values are a group/value of their own.
     The table has one row per (group, target value) with both counts, rows, prevalences and the
-    error, sorted by error (largest first).
+    error, sorted by error (largest first). ``weights`` (the original's, the anonymized table's)
+    make each row stand for that many rows (two frequency tables).
     """
     group_by = [group_by] if isinstance(group_by, str) else list(group_by)
     for frame, label in ((original, "original"), (anonymized, "anonymized")):
@@ -239,7 +250,7 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
                 raise DataError(f"utility query: column {col!r} is not in the {label} table")
     if target in group_by:
         raise DataError(f"utility query: target {target!r} is also a group_by column")
-    if len(original) == 0:
+    if len(original) == 0 or (weights is not None and int(np.sum(weights[0])) == 0):
         raise DataError("utility query: the original table is empty")
 
     n_o = len(original)
@@ -252,7 +263,9 @@ def utility_query_error(original: pd.DataFrame, anonymized: pd.DataFrame,
         cards.append(max(len(uniques), 1))
         labels.append(uniques)
     group, _ = combine_codes(codes[:-1], cards[:-1], len(codes[0]))
-    prev = prevalence_errors(group, codes[-1], n_o, cards[-1])
+    row_weights = None if weights is None else np.concatenate(
+        [np.asarray(weights[0], dtype=np.float64), np.asarray(weights[1], dtype=np.float64)])
+    prev = prevalence_errors(group, codes[-1], n_o, cards[-1], row_weights)
     g, v = prev.group, prev.value
     order = np.argsort(-prev.error, kind="stable")
     first = np.full(prev.n_groups, len(group), dtype=np.int64)
