@@ -3,7 +3,8 @@
 One partition's (already pseudonymized) table goes in; the published rows, the count of
 suppressed rows and a JSON transformation record come out. The spec chooses the method
 (``anonymization.method``): ``global`` (optimal lattice search + suppression), ``mondrian``,
-``microaggregation`` (MDAV on numeric QIs) or ``none``; ``anonymization.suppression`` chooses
+``microaggregation`` (MDAV on numeric QIs), ``synthetic`` (rows drawn from a sequential CART
+model of the table, or a table of another generator: :mod:`.synthetic_method`) or ``none``; ``anonymization.suppression`` chooses
 whole-row or cell suppression; ``anonymization.pram`` adds PRAM of one categorical column.
 
 A policy no transformation can reach raises :class:`NoSolution` (a UserError naming the
@@ -41,6 +42,7 @@ from .pram import apply_pram, parse_pram
 from .record import table_hash
 from .record_builder import build_record, empty_record
 from .record_builder import metric_name as _metric_name
+from .synthetic_method import run_synthetic
 
 __all__ = ["AnonymizationResult", "NoSolution", "Progress", "_metric_name", "anonymize", "empty_record"]
 
@@ -80,6 +82,12 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None, *,
     cells: dict[str, int] = {}
     search: SearchResult | None = None
     metric_value: float | None = None
+    if method == "synthetic":  # rows drawn from a model of the table: nothing suppressed, no class searched
+        full, info = run_synthetic(work, spec, input_hash)
+        extra.update(info)
+        kept = np.zeros(n, dtype=bool)
+        record = build_record(spec, policy, df, full, full, kept, {}, method, None, input_hash, extra, t0)
+        return AnonymizationResult(full, record, 0, None, kept)
     if method == "none" or n == 0:
         full = work
     else:

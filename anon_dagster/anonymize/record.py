@@ -207,6 +207,22 @@ class MicroaggregationInfo(JsonObject):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SyntheticInfo(JsonObject):
+    """A synthetic release (:mod:`anon_dagster.anonymize.synthetic_method`): ``generator`` is
+    ``cart`` (the built-in sequential CART synthesizer) or ``table`` (a table of another
+    generator, ``table`` its spec path); ``order`` the columns in the order they were drawn;
+    ``min_samples_leaf`` the fewest real rows of a tree's leaf and ``seed`` the synthesis's seed
+    (CART only); ``rows`` the synthetic rows published. No value of any row."""
+
+    generator: str = key("str")
+    table: str | None = key("str", nullable=True)
+    order: list[str] = key("list")
+    min_samples_leaf: int | None = key("int", nullable=True)
+    seed: int | None = key("int", nullable=True)
+    rows: int = key("int")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Source(JsonObject):
     """Where ``anon-dagster anonymize`` read the table: rows read and the partition asked for."""
 
@@ -270,8 +286,9 @@ class TransformationRecord(JsonObject):
     ``microaggregation`` those methods', ``pram`` is there when PRAM ran. ``source`` is added by
     the CLI, ``policy_unreachable`` by the release pipeline when it shows a relaxed anonymization
     because the declared policy cannot be met, ``attack_control`` by the release pipeline when
-    the spec declares ``policy.attacks`` (the control records set aside before this anonymization;
-    ``rows_in`` then counts the rows after the slice).
+    the spec declares ``policy.attacks`` or ``policy.synthetic`` (the control records set aside
+    before this anonymization; ``rows_in`` then counts the rows after the slice), ``synthetic`` by
+    a synthetic release (method ``synthetic``: how its rows were made).
     """
 
     format: str = key("str")
@@ -299,6 +316,7 @@ class TransformationRecord(JsonObject):
     policy_unreachable: str | None = key("str", optional=True)
     person_suppression: PersonSuppression | None = key(optional=True, section=PersonSuppression)
     attack_control: AttackControl | None = key(optional=True, section=AttackControl)
+    synthetic: SyntheticInfo | None = key(optional=True, section=SyntheticInfo)
 
     @classmethod
     def from_json(cls, data: Any, where: str | None = None, prefix: str = "") -> TransformationRecord:

@@ -22,6 +22,7 @@ from .record import (
     PersonSuppression,
     PramInfo,
     Suppression,
+    SyntheticInfo,
     TransformationRecord,
     Utility,
     breakdown,
@@ -91,6 +92,7 @@ def build_record(spec, policy: Policy, df, full, data, suppressed, cells, method
         cell_suppression=entry(CellSuppression, "cell_suppression"),
         mondrian=entry(MondrianInfo, "mondrian"),
         microaggregation=entry(MicroaggregationInfo, "microaggregation"),
+        synthetic=entry(SyntheticInfo, "synthetic"),
         person_suppression=entry(PersonSuppression, "person_suppression"),
         input_hash=input_hash,
         output_hash=table_hash(data),
@@ -101,7 +103,7 @@ def build_record(spec, policy: Policy, df, full, data, suppressed, cells, method
 
 
 _METHOD_ENTRIES = ("pram", "levels", "search", "cell_suppression", "mondrian", "microaggregation",
-                   "person_suppression")
+                   "person_suppression", "synthetic")
 
 
 def empty_record(df: pd.DataFrame, spec) -> TransformationRecord:

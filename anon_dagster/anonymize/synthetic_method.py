@@ -1,0 +1,183 @@
+"""Synthetic releases as :func:`anon_dagster.anonymize.anonymize` runs them (method ``synthetic``).
+
+**Sequential CART** (the method of synthpop, Nowok, Raab and Dibben 2016): the columns are drawn
+one after another in the order of :func:`~anon_dagster.spec.synthetic.synthesis_order`.
+
+1. The first column's synthetic values are drawn, with replacement, from its real values (its
+   marginal distribution).
+2. Each next column ``c``: a decision tree (CART, scikit-learn's ``DecisionTreeClassifier`` for
+   a categorical column, ``DecisionTreeRegressor`` for a number or a date) is fitted on the real
+   rows, predicting ``c`` from the columns drawn before it, with at least ``min_samples_leaf``
+   real rows in every leaf. Each synthetic row is dropped down the tree by its synthetic values
+   of those columns; its value of ``c`` is the value of ``c`` of a real row drawn at random from
+   the real rows of the leaf it lands in.
+
+Every synthetic value is therefore a real value of its column (a category, a number, a date as
+written in the data), and a leaf never holds fewer than ``min_samples_leaf`` real rows, so no
+value is drawn from fewer than that many people's records. The trees see categories as codes
+in the order of their sorted labels, numbers as they are and dates as their instants.
+
+**Seeded** from the input table's content hash and ``anonymization.seed``
+(:func:`synthesis_seed`): the same partition synthesizes the same table, byte for byte.
+
+**A table of another generator** (``anonymization.synthetic.table``) is read instead, and must
+hold exactly the release's columns (:func:`supplied_table`), numbers where the data has numbers.
+
+The record's ``synthetic`` section says which generator ran, the order, the leaf size, the seed
+and the rows drawn (no value).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..dates import parse_dates
+from ..errors import DataError
+from ..io import read_table
+from ..spec.synthetic import synthesis_order, synthetic_columns
+
+SEED_PURPOSE = "anon_dagster/synthetic/1"
+
+
+def synthesis_seed(input_hash: str, seed: int) -> int:
+    """The synthesis's seed: the first 8 bytes of SHA-256 of the purpose, the input table's
+    content hash and ``anonymization.seed`` (an unsigned 64-bit integer)."""
+    digest = hashlib.sha256(f"{SEED_PURPOSE}\0{input_hash}\0{int(seed)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _is_number(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
+
+
+def column_kind(series: pd.Series, *, is_date: bool = False) -> str:
+    """``"number"``, ``"date"`` or ``"category"``: how the trees read the column."""
+    if pd.api.types.is_datetime64_any_dtype(series.dtype) or is_date:
+        return "date"
+    return "number" if _is_number(series) else "category"
+
+
+def encode(series: pd.Series, kind: str, name: str = "", date_format: str | None = None) -> np.ndarray:
+    """The column as the trees' numbers: a category's code in the order of the sorted labels
+    (missing: -1), a number as is, a date as its instant in nanoseconds; missing numbers and
+    dates one below the smallest value (a value of their own, below every other)."""
+    if kind == "category":
+        labels = series.astype("string")
+        codes, _ = pd.factorize(labels, sort=True)
+        return codes.astype(np.float64)
+    if kind == "date":
+        dates = series if pd.api.types.is_datetime64_any_dtype(series.dtype) else parse_dates(
+            series, name, date_format, show_value=False)
+        values = pd.Series(pd.to_datetime(dates)).astype("int64").to_numpy(dtype=np.float64)
+        values[pd.isna(dates).to_numpy()] = np.nan
+    else:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
+    missing = np.isnan(values)
+    if missing.any():
+        values[missing] = (np.nanmin(values) - 1.0) if not missing.all() else 0.0
+    return values
+
+
+def draw_from_leaves(train_leaf: np.ndarray, synth_leaf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """For each synthetic row, a real row drawn uniformly from the real rows in its leaf
+    (positions into the real rows). Every leaf a synthetic row reaches holds real rows: the
+    tree's leaves are made of them."""
+    order = np.argsort(train_leaf, kind="stable")
+    leaves, start, count = np.unique(train_leaf[order], return_index=True, return_counts=True)
+    where = np.searchsorted(leaves, synth_leaf)
+    return order[start[where] + (rng.random(len(synth_leaf)) * count[where]).astype(np.int64)]
+
+
+def cart_synthesis(real: pd.DataFrame, order: list[str], *, min_samples_leaf: int, seed: int,
+                   rows: int | None = None, kinds: dict[str, str] | None = None,
+                   date_formats: dict[str, str | None] | None = None) -> pd.DataFrame:
+    """The sequential CART synthesis of ``real`` (module docstring): ``rows`` synthetic rows
+    (default: as many as ``real``), the columns of ``order`` in that order, their dtypes kept."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    real = real.reset_index(drop=True)
+    n, m = len(real), len(real) if rows is None else int(rows)
+    rng = np.random.default_rng(seed)
+    kinds = {c: (kinds or {}).get(c) or column_kind(real[c]) for c in order}
+    if n == 0 or not order:
+        return real[order].iloc[0:0].reset_index(drop=True)
+    features = np.zeros((n, 0))
+    synth_features = np.zeros((m, 0))
+    out: dict[str, pd.Series] = {}
+    for i, name in enumerate(order):
+        y = encode(real[name], kinds[name], name, (date_formats or {}).get(name))
+        if i == 0 or np.all(y == y[0]):
+            drawn = rng.integers(0, n, m)  # the marginal: a real row at random
+        else:
+            model = (DecisionTreeClassifier if kinds[name] == "category" else DecisionTreeRegressor)(
+                min_samples_leaf=min_samples_leaf, random_state=int(rng.integers(0, 2**31 - 1)))
+            model.fit(features, y)
+            drawn = draw_from_leaves(model.apply(features), model.apply(synth_features), rng)
+        out[name] = real[name].iloc[drawn].reset_index(drop=True)
+        features = np.column_stack([features, y])
+        synth_features = np.column_stack([synth_features, y[drawn]])
+    return pd.DataFrame(out)
+
+
+def supplied_table(spec: Any, real: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The synthetic table of ``anonymization.synthetic.table`` checked against the release's
+    columns, and its file's name. Raises DataError naming the file and the column at fault."""
+    text = spec.anonymization.synthetic.table
+    path = spec.resolve(text)
+    table = read_table(path)
+    columns = synthetic_columns(spec)
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise DataError(f"{text}: the synthetic table has no column {missing[0]!r} (the release publishes "
+                        f"{', '.join(columns)})")
+    extra = [c for c in table.columns if c not in columns]
+    if extra:
+        raise DataError(f"{text}: the synthetic table has column {str(extra[0])!r}, which the release does not "
+                        "publish (no silent pass-through)")
+    for c in columns:
+        if c in real.columns and _is_number(real[c]) and not _is_number(table[c]):
+            raise DataError(f"{text}: column {c!r} holds numbers in the data but not in the synthetic table")
+    return table[columns].reset_index(drop=True), str(text)
+
+
+def run_synthetic(work: pd.DataFrame, spec: Any, input_hash: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The synthetic table of the partition ``work`` and the record's ``synthetic`` entry."""
+    settings = spec.anonymization.synthetic
+    seed = synthesis_seed(input_hash, spec.anonymization.seed)
+    if settings is not None and settings.table is not None:
+        table, name = supplied_table(spec, work)
+        return table, {"synthetic": {"generator": "table", "table": name, "order": list(table.columns),
+                                     "min_samples_leaf": None, "seed": None, "rows": len(table)}}
+    order = synthesis_order(spec)
+    missing = [c for c in order if c not in work.columns]
+    if missing:
+        raise DataError(f"{spec.label}: column {missing[0]!r} is declared in the spec but missing from the data")
+    leaf = settings.min_samples_leaf if settings is not None else 5
+    rows = settings.rows if settings is not None else None
+    date_columns = {c: _date_format(spec, c) for c in order if _declares_date(spec, c)}
+    kinds = {c: "date" for c in date_columns}
+    table = cart_synthesis(work, order, min_samples_leaf=leaf, seed=seed, rows=rows, kinds=kinds,
+                           date_formats=date_columns)
+    return table, {"synthetic": {"generator": "cart", "table": None, "order": order, "min_samples_leaf": leaf,
+                                 "seed": seed, "rows": len(table)}}
+
+
+def _declares_date(spec: Any, column: str) -> bool:
+    hierarchy = spec.columns[column].hierarchy
+    partitions = spec.partitions
+    return getattr(hierarchy, "type", None) == "date" or (partitions is not None and partitions.column == column)
+
+
+def _date_format(spec: Any, column: str) -> str | None:
+    fmt = getattr(spec.columns[column].hierarchy, "format", None)
+    if fmt is None and spec.partitions is not None and spec.partitions.column == column:
+        fmt = spec.partitions.format
+    return fmt
+
+
+__all__ = ["SEED_PURPOSE", "cart_synthesis", "column_kind", "draw_from_leaves", "encode", "run_synthetic",
+           "supplied_table", "synthesis_seed"]
