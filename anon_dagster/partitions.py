@@ -12,6 +12,7 @@ partition holds the same rows whichever way it is produced.
 
 from __future__ import annotations
 
+import numbers
 import re
 from pathlib import Path
 
@@ -182,8 +183,12 @@ def rows_in_window(df: pd.DataFrame, column: str, start: pd.Timestamp, end: pd.T
 
 def source_path(spec: ReleaseSpec, partition: str | None) -> Path:
     """The spec's source file for ``partition`` (its path may hold ``{partition}``); the
-    partition is validated first."""
+    partition is validated first. A source that is a Dagster asset (``source.asset``) has no
+    file: UserError naming the asset (outside Dagster its rows come from ``--input``)."""
     check_partition(spec, partition)
+    if spec.source.path is None:
+        raise UserError(f"{spec.label}: the source is {spec.source.described}, read by Dagster: give the "
+                        "table to read instead with --input DATA (a csv or parquet file)")
     if "{partition}" in spec.source.path and spec.partitions is not None and not partition:
         raise UserError(f"{spec.label}: the source path holds {{partition}}: give a partition")
     return spec.resolve(spec.source.path, partition=partition or UNPARTITIONED)
@@ -205,17 +210,63 @@ def read_release_data(spec: ReleaseSpec, partition: str | None = None,
     else:
         path = source_path(spec, partition)
         df = read_spec_table(spec, path, separator=spec.source.separator, fmt=spec.source.format)
-    check_date_columns(spec, df, str(path))
+    one_partition = input_path is None and "{partition}" in (spec.source.path or "")
+    return release_rows(spec, df, partition, str(path), one_partition=one_partition), str(path)
+
+
+def frame_rows(spec: ReleaseSpec, df: pd.DataFrame, partition: str | None, source: str, *,
+               one_partition: bool = False) -> pd.DataFrame:
+    """The rows of ``partition`` of a table given as a DataFrame (a Dagster asset's value), by
+    the rules a file is read by: identifiers as the exact text of their values (integers as
+    their decimal digits; floating-point identifiers refused), then :func:`release_rows`.
+    ``source`` names the table in errors (say ``the Dagster asset 'a/b'``)."""
+    check_partition(spec, partition)
+    df = df.copy()
+    for name in text_columns(spec):
+        if name in df.columns:
+            df[name] = identifier_text(df[name], name, source)
+    return release_rows(spec, df, partition, source, one_partition=one_partition)
+
+
+def identifier_text(column: pd.Series, name: str, source: str) -> pd.Series:
+    """An identifier column of a DataFrame as the exact text of its values (missing values stay
+    missing): what :func:`~anon_dagster.io.read_table` makes of a parquet file's."""
+    if pd.api.types.is_float_dtype(column.dtype):
+        raise DataError(f"{source}: identifier column {name!r} holds floating-point numbers ({column.dtype}): a "
+                        "float does not hold an identifier exactly; give it as text or integers")
+    if pd.api.types.is_bool_dtype(column.dtype) or not (
+            pd.api.types.is_integer_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)
+            or column.dtype == object):
+        raise DataError(f"{source}: identifier column {name!r} is of type {column.dtype}: give identifiers "
+                        "as text or integers")
+    odd = sorted({type(v).__name__ for v in column.dropna()
+                  if isinstance(v, bool) or not isinstance(v, (str, numbers.Integral))})
+    if odd:
+        raise DataError(f"{source}: identifier column {name!r} holds values of type {', '.join(odd)}: give "
+                        "identifiers as text or integers")
+    return column.map(lambda v: v if isinstance(v, str) or pd.isna(v) else str(int(v))).astype(object)
+
+
+def release_rows(spec: ReleaseSpec, df: pd.DataFrame, partition: str | None, source: str, *,
+                 one_partition: bool = False) -> pd.DataFrame:
+    """The rows of ``partition`` (all rows when None) of the whole table ``df``, index reset.
+
+    Every date-hierarchy column is read with one format over the whole table first. With
+    ``one_partition`` (the table is the partition's own: a per-partition file, a partition of
+    an upstream asset) a row outside the window is refused rather than silently trimmed.
+    """
+    check_date_columns(spec, df, source)
     if partition is None or spec.partitions is None:
-        return df.reset_index(drop=True), str(path)
+        return df.reset_index(drop=True)
     start, end = partition_window(spec, partition)
     column = spec.partitions.column
     declared = spec.columns.get(column)
-    rows = rows_in_window(df, column, start, end, source=str(path), date_format=partition_format(spec),
+    rows = rows_in_window(df, column, start, end, source=source, date_format=partition_format(spec),
                           show_value=declared is None or declared.role != "identifier")
-    if input_path is None and "{partition}" in spec.source.path and len(rows) < len(df):
+    if one_partition and len(rows) < len(df):
         raise DataError(
-            f"{path}: {len(df) - len(rows)} rows fall outside partition {partition!r} "
-            f"[{start.date()}, {end.date()}) of column {spec.partitions.column!r}: fix the file or the spec"
+            f"{source}: {len(df) - len(rows)} rows fall outside partition {partition!r} "
+            f"[{start.date()}, {end.date()}) of column {spec.partitions.column!r}: fix the "
+            f"{'file' if spec.source.path else 'asset'} or the spec"
         )
-    return rows.reset_index(drop=True), str(path)
+    return rows.reset_index(drop=True)

@@ -6,7 +6,8 @@ every figure and every verdict has one computation. A step never re-derives what
 step computed: :func:`evaluate` builds the published view's equivalence classes once and hands
 them to every figure (risk, class sizes, small classes, composition).
 
-- :func:`ingest` reads the partition's rows of the spec's source and checks them against the spec;
+- :func:`ingest` reads the partition's rows of the spec's source and checks them against the spec
+  (:func:`ingest_frame`: of a table given as a DataFrame, a Dagster asset's);
 - :func:`pseudonymize` replaces identifiers by keyed pseudonyms (or drops them) and, when the
   spec composes releases, adds the ledger's linkage pseudonym (never published);
 - :func:`anonymize` generalizes and suppresses as the spec declares; a policy no transformation
@@ -34,7 +35,7 @@ import pandas as pd
 from ..criteria import DeclaredCheck
 from ..errors import UserError
 from ..io import plain_json
-from ..partitions import read_release_data
+from ..partitions import frame_rows, read_release_data
 from ..spec import ReleaseSpec, check_data
 from . import gate
 from .anonymize_step import Anonymized, anonymize, reach_k_per_person
@@ -62,6 +63,24 @@ def ingest(spec: ReleaseSpec, partition: str | None = None, input_path: str | No
     df, path = read_release_data(spec, partition, input_path)
     check_data(spec, df, source=path)
     return Ingested(df, str(path))
+
+
+def ingest_frame(spec: ReleaseSpec, data: object, partition: str | None = None, *, source: str,
+                 one_partition: bool = False) -> Ingested:
+    """:func:`ingest` of a table given as a value (a Dagster asset's, ``source.asset``) instead of
+    a file: the rows of ``partition``, checked against the spec by the same rules.
+
+    ``source`` names the table in errors and in the result (``the Dagster asset 'a/b'``);
+    ``one_partition``: the table is the partition's own, so a row outside its window is refused
+    (:func:`~anon_dagster.partitions.release_rows`). A value that is not a pandas DataFrame is
+    a UserError naming ``source``.
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise UserError(f"{spec.label}: {source} gave a {type(data).__module__}.{type(data).__qualname__}, not a "
+                        "pandas DataFrame: its IO manager must load it as one")
+    df = frame_rows(spec, data, partition, source, one_partition=one_partition)
+    check_data(spec, df, source=source)
+    return Ingested(df, source)
 
 
 def needs_keystore(spec: ReleaseSpec) -> bool:
@@ -150,6 +169,6 @@ def run_gate(spec: ReleaseSpec, *, partition: str | None = None, input_path: str
 
 __all__ = [
     "LINKAGE_PURPOSE", "Anonymized", "DeclaredCheck", "GateRun", "Ingested", "Pseudonymized", "anonymize", "check_keystore",
-    "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest", "linkage_column", "needs_keystore",
+    "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest", "ingest_frame", "linkage_column", "needs_keystore",
     "pseudonymize", "reach_k_per_person", "run_gate",
 ]

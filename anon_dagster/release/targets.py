@@ -138,7 +138,9 @@ def protected_paths(spec: ReleaseSpec, partition: str | None, *, storage: Iterab
     (default: :func:`default_ledger_path`).
     """
     fill = {"partition": partition or UNPARTITIONED}
-    out = [Protected("the release's source", _real(spec.resolve(spec.source.path, **fill)))]
+    out = []
+    if spec.source.path is not None:  # a source that is a Dagster asset is kept by its own IO manager
+        out.append(Protected("the release's source", _real(spec.resolve(spec.source.path, **fill))))
     for name, col in spec.columns.items():
         if isinstance(col.hierarchy, TableSpec):
             out.append(Protected(f"the hierarchy table of column {name!r}", _real(spec.resolve(col.hierarchy.path))))

@@ -25,6 +25,7 @@ from .approval import approval_message, approval_problems
 from .columns import column_problems
 from .models import ReleaseSpec
 from .policy import attacks_message, policy_problems, threshold_message
+from .project import source_problems, table_problems
 
 
 def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
@@ -54,7 +55,7 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
 def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
     problems: list[Problem] = []
     add = lambda key, msg: problems.append(Problem(file, key, msg))  # noqa: E731
-    for key, msg in location_problems(spec):
+    for key, msg in (*source_problems(spec), *location_problems(spec), *table_problems(spec)):
         add(key, msg)
     for name, col in spec.columns.items():
         for key, msg in column_problems(name, col, _local_only(spec)):
@@ -124,6 +125,8 @@ def location_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
     the population file and the hierarchy tables are local files."""
     problems = []
     for key, text in (("source.path", spec.source.path), ("publication.path", spec.publication.path)):
+        if text is None:  # a source that is a Dagster asset (source.asset)
+            continue
         problem = location_problem(text)
         if problem is not None:
             problems.append((key, problem))

@@ -28,11 +28,33 @@ from .synthetic import SyntheticSpec
 
 
 class SourceSpec(_Model):
-    """Where the raw data comes from: csv or parquet, relative to the spec; may hold {partition}."""
+    """Where the raw data comes from: a csv or parquet file (``path``, relative to the spec; may
+    hold {partition}), or an asset of the Dagster project the release is part of (``asset``: its
+    key, as ``a/b`` or as the list of its parts). Exactly one of the two is given (spec validation)."""
 
-    path: str
+    path: str | None = None
+    asset: str | list[str] | None = None
     separator: str | None = None
     format: Literal["csv", "parquet"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # source.asset is optional in release spec v1: a file source dumps (and hashes) as before
+        return _drop_unset(handler(self), ("asset", "path"))
+
+    @property
+    def asset_key(self) -> tuple[str, ...] | None:
+        """The parts of the upstream asset's key (``"warehouse/discharges"`` → ``("warehouse",
+        "discharges")``), or None for a file source."""
+        if self.asset is None:
+            return None
+        return tuple(self.asset.split("/")) if isinstance(self.asset, str) else tuple(self.asset)
+
+    @property
+    def described(self) -> str:
+        """The source in words: ``the Dagster asset 'a/b'`` or its path."""
+        key = self.asset_key
+        return f"the Dagster asset {'/'.join(key)!r}" if key is not None else str(self.path)
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
@@ -125,6 +147,31 @@ class PublicationSpec(_Model):
     # how the population's epsilon budget composes across releases (see docs/release.md)
     budget_composition: Literal["basic", "advanced"] = "basic"
     delta: Number | None = Field(default=None, gt=0, lt=1)
+    # a copy of the publication handed to a Dagster IO manager of the project (its resource key)
+    # as a table: given together; the file at ``path`` stays the publication of record (ledger
+    # entry, report); see docs/dagster.md
+    io_manager: str | None = None
+    table: str | None = None
+    # the column the table's rows carry their partition's start in (a partitioned release only):
+    # what a database IO manager replaces one partition by
+    table_partition_column: str = "partition_start"
+
+    @model_serializer(mode="wrap")
+    def _without_absent_table(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # the table keys are optional in release spec v1: a spec without them dumps (and hashes) as before
+        out = _drop_unset(handler(self), ("io_manager", "table"))
+        if isinstance(out, dict) and "table" not in out:
+            out.pop("table_partition_column", None)
+        return out
+
+
+def _drop_unset(out: Any, keys: tuple[str, ...]) -> Any:
+    """A model's dump without the optional ``keys`` it leaves unset (None)."""
+    if isinstance(out, dict):
+        for key in keys:
+            if out.get(key) is None:
+                out.pop(key, None)
+    return out
 
 
 class ReleaseSpec(_Model):
@@ -187,7 +234,7 @@ class ReleaseSpec(_Model):
         placeholder). The spec's own folder and its ancestors are left out: a file given beside
         the spec makes that folder a place of specs, not a data folder.
         """
-        paths = [self.source.path, self.publication.path]
+        paths = [p for p in (self.source.path, self.publication.path) if p is not None]
         if self.policy.population is not None:
             paths.append(self.policy.population.path)
         folders = []

@@ -1,0 +1,93 @@
+"""The spec keys that tie a release to the Dagster project it is part of, and their validation.
+
+- ``source.asset``: the key of an asset of the project whose value (a pandas DataFrame) is the
+  release's source, instead of a file at ``source.path``: exactly one of the two is given.
+- ``publication.io_manager`` and ``publication.table``: a copy of each publication handed, as a
+  table, to an IO manager of the project (its resource key); given together. The file at
+  ``publication.path`` stays the publication of record.
+
+Nothing here imports Dagster: the names are checked as text, by the rules Dagster applies to
+asset keys and resource keys, so that a bad one is a spec problem naming its key rather than a
+Dagster error at load time.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .models import ReleaseSpec
+
+# Dagster's rule for the parts of an asset key and for resource keys (letters, digits, underscores;
+# a dash is allowed in key parts too)
+_KEY_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# the release's own steps: a table asset of the same name would take their asset key
+STEPS = ("raw", "pseudonymized", "anonymized", "published")
+# the resource keys the releases define themselves: the IO manager of personal-data steps, and keys
+OWN_RESOURCES = ("io_manager", "keystore", "ledger")
+
+
+def source_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+    """``(key, message)`` for a source that is not exactly one file or one asset, or an asset
+    key that Dagster would refuse."""
+    source = spec.source
+    if source.path is not None and source.asset is not None:
+        return [("source.asset", "give source.path (a file) or source.asset (a Dagster asset), not both")]
+    if source.path is None and source.asset is None:
+        return [("source", "give source.path (a csv or parquet file) or source.asset (the key of a Dagster asset)")]
+    if source.asset is None:
+        return []
+    problems = []
+    parts = source.asset_key or ()
+    if not parts or any(not isinstance(p, str) or not _KEY_PART.fullmatch(p) for p in parts):
+        problems.append(("source.asset", f"{_shown(source.asset)} is not an asset key: parts of letters, digits, "
+                                         "_ and -, written 'a/b' or as a list [a, b]"))
+    elif parts[0] == spec.release and len(parts) == 2 and parts[1] in STEPS:
+        problems.append(("source.asset", f"{'/'.join(parts)!r} is one of the release's own steps"))
+    for key in ("separator", "format"):
+        if getattr(source, key) is not None:
+            problems.append((f"source.{key}", "applies to a file source only: the asset's IO manager reads the asset"))
+    return problems
+
+
+def table_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+    """``(key, message)`` for a table publication that names no IO manager or no table, names
+    one of the releases' own resources, or a table that would take a step's asset key."""
+    pub = spec.publication
+    if pub.io_manager is None and pub.table is None:
+        return []
+    if pub.io_manager is None or pub.table is None:
+        missing = "publication.io_manager" if pub.io_manager is None else "publication.table"
+        return [(missing, "a table publication names both publication.io_manager (a resource key of the "
+                          "project) and publication.table")]
+    problems = []
+    if not _NAME.fullmatch(pub.io_manager):
+        problems.append(("publication.io_manager", f"{_shown(pub.io_manager)} is not a resource key "
+                                                   "(letters, digits and _)"))
+    elif pub.io_manager in OWN_RESOURCES:
+        problems.append(("publication.io_manager", f"{pub.io_manager!r} is a resource of the releases themselves "
+                                                   "(it keeps personal data): name the IO manager of the tables the "
+                                                   "project publishes"))
+    schema, _, name = pub.table.rpartition(".")
+    if not _NAME.fullmatch(name) or (schema and not _NAME.fullmatch(schema)):
+        problems.append(("publication.table", f"{_shown(pub.table)} is not a table name (letters, digits and _, "
+                                              "with an optional schema.)"))
+    elif name in STEPS:
+        problems.append(("publication.table", f"{name!r} is the name of a step of the release: its asset key "
+                                              f"{spec.release}/{name} is taken"))
+    if spec.partitions is not None:
+        column = pub.table_partition_column
+        if not _NAME.fullmatch(column):
+            problems.append(("publication.table_partition_column", f"{_shown(column)} is not a column name"))
+        elif column in spec.columns:
+            problems.append(("publication.table_partition_column", f"{column!r} is a column of the release: "
+                                                                   "name another column for the partition's start"))
+    return problems
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+__all__ = ["OWN_RESOURCES", "STEPS", "source_problems", "table_problems"]
