@@ -1,202 +1,176 @@
-"""The failing check and its evidence, as a reviewer sees them in the Dagster UI.
+"""Failing checks, refusals and their evidence as a reviewer sees them: the Dagster UI and the
+risk report, rendered in headless Chromium.
 
-Starts ``dagster dev`` on a free localhost port (own process group, killed at the end), launches
-the release's job for one partition through the GraphQL API, waits for the run, then drives
-headless Chromium through the DevTools protocol to the anonymized asset's checks page and waits
-until the failing check and its metadata are rendered. The screenshot is saved under
-``test-output/``.
+One ``dagster dev`` on the demo's definitions (``definitions.py``) serves every test of this
+module, with two releases in its spec folder:
+
+- ``ui_release``: 2023 fails its blocking ``k_anonymity`` check (no generalization, k = 5);
+- ``yearly``: the same eight persons in 2023 and 2024 (:mod:`tests.support.linkage`), each year
+  2-anonymous alone; 2023 is published, 2024 refused by the composition check (effective k = 1),
+  with a sampling fraction declared so that the report estimates population uniqueness.
+
+The runs are launched through the GraphQL API as the UI's launchpad does and run by the
+instance's run launcher; the pages are driven through the DevTools protocol in one browser.
+Screenshots are saved under ``test-output/``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.support.keys import MASTER_KEY
-from tests.support.ledgers import new_ledger
+from tests.support.browser import CHROMIUM, Page, chromium
+from tests.support.dagster_dev import DagsterDev, dagster_dev, launch_job, wait_for_run
+from tests.support.linkage import composing_release, two_years
 from tests.support.releases import write_release
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make browser installs it)")]
 
 REPO = Path(__file__).resolve().parents[2]
 OUTPUT = REPO / "test-output"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# more than four decimals in a shown figure: a value printed unrounded
+UNROUNDED = re.compile(r"\d\.\d{5,}")
+# an absolute local path as a page would leak it: a POSIX folder under a root folder
+LOCAL_PATH = re.compile(r"(?<![\w.:/])/(?:tmp|home|root|var|usr|opt|srv|mnt|work|private|Users)/")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@dataclass
+class Deployment:
+    """The running webserver, the browser, and the runs launched before the tests."""
+
+    server: DagsterDev
+    page: Page
+    runs: dict[str, tuple[str, str]]  # "release/partition": (run id, final status)
 
 
-def graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql",
-        data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        body = json.loads(response.read())
-    assert "errors" not in body, body["errors"]
-    return body["data"]
-
-
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on InvalidSubsetError { message }
-    ... on RunConfigValidationInvalid { errors { message } }
-  }
-}"""
-
-STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
-
-
-async def page_text_when(url: str, needles: list[str], screenshot: Path, profile: Path,
-                         timeout: float = 90.0) -> str:
-    """Load ``url`` in headless Chromium; wait until every needle is in the page's text."""
-    import websockets
-
-    proc = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--remote-debugging-port=0",
-         "--window-size=1400,1000", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and port_file.read_text().strip()):
-            assert time.monotonic() < deadline, "chromium did not open its DevTools port"
-            await asyncio.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
-            page = next(t for t in json.loads(r.read()) if t["type"] == "page")
-        async with websockets.connect(page["webSocketDebuggerUrl"], max_size=64 * 2**20) as ws:
-            counter = 0
-
-            async def call(method: str, **params):
-                nonlocal counter
-                counter += 1
-                await ws.send(json.dumps({"id": counter, "method": method, "params": params}))
-                while True:
-                    message = json.loads(await ws.recv())
-                    if message.get("id") == counter:
-                        return message.get("result", {})
-
-            await call("Page.enable")
-            await call("Page.navigate", url=url)
-            text = ""
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                result = await call("Runtime.evaluate", returnByValue=True,
-                                    expression="document.body ? document.body.innerText : ''")
-                text = result.get("result", {}).get("value", "")
-                if all(n in text for n in needles):
-                    break
-                await asyncio.sleep(1)
-            shot = await call("Page.captureScreenshot", format="png")
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
-            return text
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """SIGINT (dagster dev shuts its children down), then SIGKILL of the whole group."""
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=15)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=10)
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make browser installs Debian's package)")
-def test_failing_check_and_its_metadata_are_shown_in_the_ui(tmp_path):
-    spec = write_release(tmp_path, name="ui_release", method="none", k=5,
-                         thresholds={"k": 5, "prosecutor_max": 0.2})
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANON_DAGSTER_")}
-    env.update({
-        "DAGSTER_HOME": str(home), "ANON_DAGSTER_CONFIG": str(spec.parent),
-        "ANON_DAGSTER_LEDGER": str(tmp_path / "ledger.sqlite"), "ANON_DAGSTER_MASTER_KEY": MASTER_KEY,
-        "ANON_DAGSTER_KEYSTORE_STATE": str(tmp_path / "keystate"),
-    })
-    new_ledger(tmp_path / "ledger.sqlite", tmp_path / "keystate")  # as `anon-dagster ledger init` does
-    dagster = Path(sys.executable).parent / "dagster"
-    log = open(tmp_path / "dagster-dev.log", "wb")
-    server = subprocess.Popen(
-        [str(dagster), "dev", "-f", str(REPO / "definitions.py"), "-h", "127.0.0.1", "-p", str(port)],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2).read()
-                break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                assert server.poll() is None, (tmp_path / "dagster-dev.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, "dagster dev did not start in 120 s"
-                time.sleep(1)
-        repos = graphql(port, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }")
-        repo = repos["repositoriesOrError"]["nodes"][0]
-        launched = graphql(port, LAUNCH, {"params": {
-            "selector": {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
-                         "jobName": "ui_release_release"},
-            "runConfigData": {},
-            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "2023"}]},
-        }})["launchRun"]
-        assert launched["__typename"] == "LaunchRunSuccess", launched
-        run_id = launched["run"]["runId"]
-        deadline = time.monotonic() + 180
-        status = None
-        while time.monotonic() < deadline:
-            status = graphql(port, STATUS, {"id": run_id})["runOrError"].get("status")
-            if status in ("SUCCESS", "FAILURE", "CANCELED"):
-                break
-            time.sleep(1)
-        assert status == "FAILURE"  # the blocking k check failed, so the run did
-
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    folder = tmp_path_factory.mktemp("ui")
+    write_release(folder, name="ui_release", method="none", k=5, thresholds={"k": 5, "prosecutor_max": 0.2})
+    spec = composing_release(folder, two_years())
+    text = yaml.safe_load(spec.read_text())
+    text["policy"]["sampling_fraction"] = 0.1
+    spec.write_text(yaml.safe_dump(text, sort_keys=False))
+    with dagster_dev(folder, spec.parent) as server, chromium(folder / "chromium-profile") as page:
+        runs = {}
+        # two processes at once at most: the failing release beside the first year
+        first = {"ui_release/2023": launch_job(server, "ui_release_release", "2023"),
+                 "yearly/2023": launch_job(server, "yearly_release", "2023")}
+        for name, run_id in first.items():
+            runs[name] = (run_id, wait_for_run(server, run_id))
+        run_id = launch_job(server, "yearly_release", "2024")  # composed with the published 2023
+        runs["yearly/2024"] = (run_id, wait_for_run(server, run_id))
         OUTPUT.mkdir(exist_ok=True)
-        screenshot = OUTPUT / "ui_failing_check.png"
-        url = f"http://127.0.0.1:{port}/assets/ui_release/anonymized?view=checks&checkDetail=k_anonymity"
-        needles = ["k_anonymity", "Failed", "violates the threshold >= 5", "class_size_histogram",
-                   "small_classes", "measured", "threshold"]
-        profile = tmp_path / "chromium-profile"
-        profile.mkdir()
-        text = asyncio.run(page_text_when(url, needles, screenshot, profile))
-        missing = [n for n in needles if n not in text]
-        assert not missing, f"not shown: {missing}\n{text[:2000]}"
-        assert screenshot.stat().st_size > 10_000
-        # the publication did not happen
-        assert not (tmp_path / "published" / "ui_release" / "2023.parquet").exists()
-    finally:
-        stop_group(server)
-        log.close()
+        yield Deployment(server, page, runs)
+
+
+def no_local_path(text: str, deployment: Deployment) -> None:
+    """The page names no folder of this machine (the deployment's, the repository's, the home)."""
+    for folder in (deployment.server.folder, REPO, Path.home()):
+        assert str(folder) not in text
+    assert not LOCAL_PATH.search(text), LOCAL_PATH.search(text)
+
+
+def test_the_runs_end_as_their_checks_decide(deployment):
+    assert {name: status for name, (_, status) in deployment.runs.items()} == {
+        "ui_release/2023": "FAILURE",  # the blocking k check failed, so the run did
+        "yearly/2023": "SUCCESS", "yearly/2024": "FAILURE"}
+    published = deployment.server.folder / "published"
+    assert not (published / "ui_release" / "2023.parquet").exists()
+    assert sorted(p.name for p in (published / "yearly").glob("*.parquet")) == ["2023.parquet"]
+
+
+def test_failing_check_and_its_metadata_are_shown_in_the_ui(deployment):
+    url = f"{deployment.server.url}/assets/ui_release/anonymized?view=checks&checkDetail=k_anonymity"
+    needles = ["k_anonymity", "Failed", "violates the threshold >= 5", "class_size_histogram",
+               "small_classes", "measured", "threshold"]
+    text = deployment.page.open(url, needles, timeout=90)
+    deployment.page.screenshot(OUTPUT / "ui_failing_check.png")
+    missing = [n for n in needles if n not in text]
+    assert not missing, f"not shown: {missing}\n{text[:2000]}"
+    assert (OUTPUT / "ui_failing_check.png").stat().st_size > 10_000
+
+
+def test_a_refused_partition_shows_its_outcome_and_reasons_on_the_published_asset(deployment):
+    url = f"{deployment.server.url}/assets/yearly/published?view=partitions&partition=2024"
+    needles = ["outcome", "refused", "reasons", "composition", "failed_checks"]
+    text = deployment.page.open(url, needles, timeout=90)
+    deployment.page.screenshot(OUTPUT / "ui_refused_partition.png")
+    missing = [n for n in needles if n not in text]
+    assert not missing, f"not shown: {missing}\n{text[:3000]}"
+    assert "effective k" in text  # the composition's reason, not only its name
+    assert "Traceback" not in text
+    assert "published" not in re.findall(r"outcome\s*\n?\s*(\w+)", text)
+
+
+def test_the_publication_check_failed_for_the_refused_partition(deployment):
+    url = f"{deployment.server.url}/assets/yearly/published?view=checks&checkDetail=publication"
+    needles = ["publication", "Failed", "composition"]
+    text = deployment.page.open(url, needles, timeout=90)
+    deployment.page.screenshot(OUTPUT / "ui_publication_check.png")
+    missing = [n for n in needles if n not in text]
+    assert not missing, f"not shown: {missing}\n{text[:3000]}"
+    assert "Traceback" not in text
+
+
+def test_the_refused_run_shows_no_stack_trace(deployment):
+    run_id, _ = deployment.runs["yearly/2024"]
+    text = deployment.page.open(f"{deployment.server.url}/runs/{run_id}", ["publication refused"], timeout=90)
+    assert "publication refused" in text, text[:3000]
+    assert "Traceback" not in text
+
+
+def report_page(deployment: Deployment) -> tuple[Path, str]:
+    report = deployment.server.folder / "reports" / "yearly" / "2024" / "risk_report.html"
+    assert report.is_file(), sorted(p.relative_to(deployment.server.folder)
+                                    for p in (deployment.server.folder / "reports").rglob("*"))
+    return report, deployment.page.open(report.as_uri(), ["Verdict"], timeout=30)
+
+
+def test_the_report_of_the_refusal_leads_with_its_reason(deployment):
+    _, text = report_page(deployment)
+    deployment.page.screenshot(OUTPUT / "report_refused.png")
+    first = deployment.page.evaluate(
+        "Array.from(document.body.children).slice(0, 3).map(e => e.tagName + '|' + e.className + '|' + e.innerText)")
+    assert first[0].startswith("H1|")
+    tag, cls, banner = first[1].split("|", 2)
+    assert (tag, cls) == ("P", "verdict bad") and banner.startswith("Verdict: not publishable")
+    assert first[2].startswith("P||Refused because")
+    reasons = deployment.page.evaluate("document.querySelector('p.verdict + p + ul').innerText")
+    assert reasons.startswith("composition") and "effective k" in reasons
+    # the reasons come before any section
+    assert text.index("Refused because") < text.index("1. Identification and traceability")
+
+
+def test_the_report_shows_population_uniqueness_as_a_table(deployment):
+    report_page(deployment)
+    table = deployment.page.evaluate("""(() => {
+        const h = Array.from(document.querySelectorAll('h3')).find(e => e.innerText === 'Population uniqueness');
+        if (!h) return null;
+        let e = h.nextElementSibling;
+        while (e && e.tagName !== 'TABLE' && e.tagName !== 'H3' && e.tagName !== 'H2') e = e.nextElementSibling;
+        if (!e || e.tagName !== 'TABLE') return null;
+        return Array.from(e.rows).map(r => Array.from(r.cells).map(c => c.innerText));
+    })()""")
+    assert table is not None, "no table under Population uniqueness"
+    header, *rows = table
+    assert header[:4] == ["model", "population uniques (share)", "population uniques", "sample uniques"]
+    assert len(rows) >= 2 and rows[0][0].startswith("Dankar's rule")  # the chosen estimate, then each model
+    # 2024's eight rows fall in two classes of four: no sample unique, whatever the model
+    assert {r[3] for r in rows} == {"0"}
+    shares = [float(r[1]) for r in rows if r[1] != "—"]
+    assert shares and all(0.0 <= f <= 1.0 for f in shares)
+
+
+def test_the_report_names_no_local_path_and_rounds_its_figures(deployment):
+    report, text = report_page(deployment)
+    assert str(report.parent) not in text
+    no_local_path(text, deployment)
+    assert not UNROUNDED.search(text), UNROUNDED.findall(text)[:5]
+    assert re.search(r"\d\.\d{1,4}\b", text)  # figures are shown, rounded
