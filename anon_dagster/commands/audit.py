@@ -1,4 +1,8 @@
-"""``anon-dagster audit verify|anchor``: check the reversal audit log, or anchor one that predates anchoring.
+"""``anon-dagster audit verify|show|anchor``: check the audit log, list it, or anchor one that predates anchoring.
+
+The audit log holds the re-identifications and, as the custody log of release governance, every
+approval and rejection (docs/governance.md). ``show`` lists its entries once it verifies (exit 1
+like ``verify`` otherwise): one line each, sequence, time, action, who, and what it concerns.
 
 ``verify`` exits 0 when every entry's MAC, sequence and chain, the head, and the key store's
 anchor agree; it exits 1 with one line saying what was found otherwise — an edited, deleted,
@@ -13,7 +17,13 @@ import argparse
 import os
 import sys
 
-from ..pseudonymize.audit import AuditLog, AuditTampered, default_audit_path, verify_audit_log
+from ..pseudonymize.audit import (
+    AuditLog,
+    AuditTampered,
+    default_audit_path,
+    describe_entry,
+    verify_audit_log,
+)
 from ..pseudonymize.keystore import ENV_KEYSTORE, ENV_PASSPHRASE, KeyStore, open_keystore
 
 LOG_HELP = "audit log (default: $ANON_DAGSTER_AUDIT_LOG, else audit.jsonl beside the key store)"
@@ -24,15 +34,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     asub = p.add_subparsers(dest="audit_command", metavar="ACTION")
     asub.required = True
     verify = asub.add_parser("verify", help="verify MACs, sequence and chain of every entry, and the key store's anchor")
+    show = asub.add_parser("show", help="list the entries (re-identifications, approvals, rejections) once the log verifies")
+    show.add_argument("--action", help="only entries of this action (e.g. approve, reject, reidentify)")
     anchor = asub.add_parser("anchor", help="anchor a log written before the key store recorded anchors (logged)")
     anchor.add_argument("--actor", required=True, help="who adopts the log (recorded in it)")
     anchor.add_argument("--reason", required=True, help="why (recorded in the log)")
-    for cmd in (verify, anchor):
+    for cmd in (verify, show, anchor):
         cmd.add_argument("--log", help=LOG_HELP)
         cmd.add_argument("--path", help=f"key store holding the audit key and the anchor (default: ${ENV_KEYSTORE})")
         cmd.add_argument("--dev", action="store_true", help="use the development key store")
     verify.set_defaults(handler=run_verify)
     anchor.set_defaults(handler=run_anchor)
+    show.set_defaults(handler=run_show)
 
 
 def _keystore(args: argparse.Namespace) -> KeyStore:
@@ -53,6 +66,25 @@ def run_verify(args: argparse.Namespace) -> int:
                 "nothing, the next reversal anchors it")
     print(f"{result.path}: {result.entries} entries verified (MACs, sequence, chain and head intact, "
           f"matching the anchor in {result.anchor}){note}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    keystore = _keystore(args)
+    log = AuditLog(keystore, args.log) if args.log else AuditLog(keystore)
+    try:
+        entries = log.entries()
+    except AuditTampered as exc:
+        print(f"anon-dagster audit show: TAMPERED: {exc}", file=sys.stderr)
+        return 1
+    shown = 0
+    for entry in entries:
+        line = describe_entry(entry)
+        if args.action and entry["event"].get("action") != args.action:
+            continue
+        print(line)
+        shown += 1
+    print(f"{log.path}: {shown} of {len(entries)} entries shown (verified)")
     return 0
 
 

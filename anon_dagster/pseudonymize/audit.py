@@ -51,7 +51,7 @@ ENV_AUDIT_LOG = "ANON_DAGSTER_AUDIT_LOG"
 
 __all__ = [
     "AUDIT_FILENAME", "ENV_AUDIT_LOG", "GENESIS", "AuditLog", "AuditTampered", "VerifyResult",
-    "default_audit_path", "verify_audit_log",
+    "default_audit_path", "describe_entry", "verify_audit_log",
 ]
 
 
@@ -205,6 +205,26 @@ class AuditLog:
     def verify(self) -> VerifyResult:
         """Check every entry's MAC, sequence and chain, the head and the anchor; raise AuditTampered."""
         return verify_audit_log(self.keystore, self.path)
+
+    def entries(self) -> list[dict]:
+        """Every entry, oldest first, once the whole log verifies (AuditTampered otherwise); the
+        entries beyond the verified count (an append under way) are left out."""
+        result = self.verify()
+        if not self.path.exists():
+            return []
+        with open(self.path, encoding="utf-8") as handle:
+            return [json.loads(line) for line, _ in zip(handle, range(result.entries), strict=False)]
+
+
+def describe_entry(entry: dict) -> str:
+    """One line of an entry: sequence, time, action, actor, then its other fields (``key=value``).
+
+    Entries hold no secret; the pseudonyms a reversal logs (``first_pseudonyms``) are left out,
+    a pseudonym being personal data still (its digest and count are shown)."""
+    event = {k: v for k, v in (entry.get("event") or {}).items() if k != "first_pseudonyms"}
+    head = [str(entry.get("seq")), str(entry.get("ts")), str(event.pop("action", "-")), str(event.pop("actor", "-"))]
+    rest = [f"{k}={json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}" for k, v in sorted(event.items())]
+    return "  ".join(head + rest)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -154,12 +154,13 @@ def table_bytes(table: pd.DataFrame, name: str) -> bytes:
 
 
 def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame, ledger: Ledger, *,
-            keystore: Any = None, storage: Sequence[str | Path] = ()) -> Published:
+            keystore: Any = None, storage: Sequence[str | Path] = (),
+            approval: dict[str, Any] | None = None) -> Published:
     """Publish the rows of a passing evaluation (see the module docstring); PublicationRefused otherwise.
 
     ``anonymized`` is the table the evaluation judged; its published columns are written.
     ``keystore`` and ``storage`` (the IO manager's folders) are kept clear of the target, with
-    the release's inputs.
+    the release's inputs. ``approval`` (:func:`~.governance.admit`'s) goes into the report.
     """
     refuse_unless_passed(spec, evaluation)
     target = checked_target(spec, evaluation.partition, ledger, keystore, storage)
@@ -167,6 +168,8 @@ def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame,
     out = publishable_view(anonymized)[list(spec.published_columns)]
     inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
                                       report_path=str(target.report_path()))
+    if approval is not None:  # only with approval.required: other reports' inputs are as they were
+        inputs["approval"] = approval
     report = build_report(_stored(inputs))
     if not report["verdict"]["publishable"]:  # the report judges the same checks: a second opinion
         raise PublicationRefused(f"{spec.release} {evaluation.partition or ''}: the report's verdict is "
@@ -180,8 +183,8 @@ def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame,
 
 
 def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized: pd.DataFrame,
-                       ledger: Ledger, *, keystore: Any = None,
-                       storage: Sequence[str | Path] = ()) -> tuple[Published, dict[str, Any]]:
+                       ledger: Ledger, *, keystore: Any = None, storage: Sequence[str | Path] = (),
+                       approval: dict[str, Any] | None = None) -> tuple[Published, dict[str, Any]]:
     """Publish the noisy aggregates of a passing ``publication.mode: aggregates`` evaluation.
 
     The budget was checked by the evaluation; the noise is drawn once, here, and the budget is
@@ -198,6 +201,8 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
     inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
                                       report_path=str(target.report_path()), dp=dp_info,
                                       data_hash=dataset_hash(aggregates.table))
+    if approval is not None:
+        inputs["approval"] = approval
     outcome = _place(ledger, spec.release, evaluation.partition, target,
                      table_bytes(aggregates.table, target.name), inputs,
                      lambda file_hash: record_evaluation(
@@ -216,13 +221,22 @@ def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd
     PublicationRefused otherwise, nothing written. ``keystore`` and ``storage`` are kept clear
     of the target, with the release's inputs. Once published, the report an earlier evaluation
     left in the partition's report folder (``reports``, default :func:`reports_folder` without
-    ``reports_dir``) is removed: the publication's report is the one."""
+    ``reports_dir``) is removed: the publication's report is the one.
+
+    With ``approval.required`` (:mod:`.governance`), a passing evaluation is published only once
+    approved (its report states by whom, when and why): until then
+    :class:`~.governance.AwaitingApproval` is raised, nothing published, the evaluation recorded
+    in the ledger and its report written to ``reports``; a rejection is a refusal."""
+    from .governance import admit
+
+    approval = admit(spec, evaluation, ledger, keystore=keystore, reports=reports)
     if spec.publication.mode == "aggregates":
-        done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage)
+        done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage,
+                                          approval=approval)
         out = ReleasePublished(done, "aggregates", evaluation.id, epsilon=float(spec.publication.epsilon or 0),
                                expected_error=errors)
     else:
-        done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage)
+        done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage, approval=approval)
         out = ReleasePublished(done, "rows", evaluation.id, class_size_histogram=evaluation.class_size_table())
     try:
         remove_kept_report(reports if reports is not None else reports_folder(spec, None, evaluation.partition))

@@ -9,7 +9,10 @@ Definitions.
 - An *event* is one change of the ledger: ``init`` (the ledger's random id), ``record`` (an
   entry added, with its status and the digest of its content), ``status`` (a pending entry
   marked ``published`` or ``abandoned``), ``supersede`` (an entry superseded by a later one),
-  ``migrate`` (a schema v1 ledger adopted). Events are numbered 1, 2, ... (``seq``).
+  ``migrate`` (a schema v1 ledger adopted); the governance events (:data:`CONTENT_EVENTS`:
+  ``evaluation``, an evaluation awaiting approval or refused, and ``decision``, an approval or a
+  rejection) carry their whole content in the event itself, so the MAC covers it. Events are
+  numbered 1, 2, ... (``seq``).
 - The *MAC* of event n is HMAC-SHA256(integrity key, MAC of event n−1 ‖ canonical JSON of
   event n) (event 1 chains from the empty string). Editing, deleting, inserting or reordering
   an event breaks every later MAC; an entry whose content, status or supersession differs from
@@ -54,6 +57,8 @@ INTEGRITY_PURPOSE = "ledger-integrity"
 ANCHOR_FOLDER = "ledger-anchors"
 ANCHOR_FORMAT = "anon_dagster.ledger-anchor"
 ANCHOR_VERSION = 1
+# events whose body is their whole content (no table row): the governance records
+CONTENT_EVENTS = ("evaluation", "decision")
 
 
 class LedgerError(UserError):
@@ -268,7 +273,7 @@ def _replay(state: ChainState, event: dict[str, Any], path: Path) -> None:
         if old is None or new not in state.entries:
             raise _fail(path, f"event {seq} supersedes an unknown entry")
         old.superseded_by = new
-    elif kind != "migrate":
+    elif kind != "migrate" and kind not in CONTENT_EVENTS:
         raise _fail(path, f"event {seq} is of unknown kind {kind!r}")
 
 

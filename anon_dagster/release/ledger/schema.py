@@ -14,6 +14,7 @@ The file, its WAL and shared-memory files are owner-only (0600).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -25,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .chain import (
+    CONTENT_EVENTS,
     Anchor,
     ChainState,
     LedgerError,
@@ -311,6 +313,43 @@ class LedgerDatabase:
             raise LedgerError(f"{self.path}: the ledger cannot be read ({exc})") from None
         finally:
             conn.close()
+
+    def append_content_event(self, event: dict[str, Any], check: Callable[[list[dict[str, Any]]], None] | None = None
+                             ) -> int:
+        """Append a governance event (``event["event"]`` one of :data:`~.chain.CONTENT_EVENTS`) in
+        one write transaction; ``check``, given the content events already recorded, may refuse it
+        (raising) under the write lock, so two writers cannot both pass it. Returns its ``seq``."""
+        if event.get("event") not in CONTENT_EVENTS:
+            raise LedgerError(f"{self.path}: {event.get('event')!r} is not a governance event")
+        with self._write() as conn:
+            if check is not None:
+                check(self._content_events(conn))
+            seq, _ = append_event(conn, self.seal.key(self.key_version), event)
+        return seq
+
+    def content_events(self) -> list[dict[str, Any]]:
+        """Every governance event, oldest first, read in one snapshot of a ledger verified again
+        (every MAC, the anchor): an event edited since the ledger was opened is refused."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN")  # one snapshot: what is verified is what is read
+            try:
+                self._verify(conn, False, True)
+                return self._content_events(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: the ledger cannot be read ({exc})") from None
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _content_events(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        marks = " OR ".join("body LIKE ?" for _ in CONTENT_EVENTS)
+        rows = conn.execute(f"SELECT body FROM chain WHERE {marks} ORDER BY seq",
+                            tuple(f'%"event":"{k}"%' for k in CONTENT_EVENTS)).fetchall()
+        events = [json.loads(r[0]) for r in rows]
+        return [e for e in events if e.get("event") in CONTENT_EVENTS]
 
     def counts(self) -> dict[str, int]:
         """Row counts per table (for diagnostics and tests)."""

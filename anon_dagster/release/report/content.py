@@ -330,6 +330,9 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if inputs.get("attacks"):
         # only with policy.attacks: reports evaluated without them rebuild as they were
         report["measures"]["attacks"] = attacks_section(inputs["attacks"], checks)
+    if inputs.get("approval"):
+        # only with approval.required: reports of releases without it rebuild as they were
+        report["verdict"]["approval"] = inputs["approval"]
     if inputs.get("headline_risk"):
         # absent from reports evaluated before the adversary named a headline: they rebuild as they were
         report["measures"]["headline_risk"] = inputs["headline_risk"]

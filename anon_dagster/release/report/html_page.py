@@ -155,6 +155,12 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<p><b>Failed checks:</b> {e(', '.join(verdict['failed_checks']) or 'none')}</p>",
         f"<p><b>Mitigations applied:</b> {e('; '.join(verdict['mitigations']) or 'none')}</p>",
         f"<p><b>Review date:</b> {e(verdict['review_date'])} ({verdict['review_after_days']} days after the evaluation)</p>",
-        "</body></html>",
     ]
+    approval = verdict.get("approval")
+    if approval:
+        parts.append(f"<h3>Approval</h3><p>{approval['min_approvals']} required; evaluation run by "
+                     f"{e(approval['runner'])}, code version {e(approval['code_version'])}</p>")
+        parts.append(_html_table(["approver", "approved at", "reason"],
+                                 [[a["approver"], a["at"], a["reason"] or "-"] for a in approval["approvals"]]))
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -132,4 +132,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"- **Failed checks**: {', '.join(verdict['failed_checks']) or 'none'}",
             f"- **Mitigations applied**: {'; '.join(verdict['mitigations']) or 'none'}",
             f"- **Review date**: {verdict['review_date']} ({verdict['review_after_days']} days after the evaluation)", ""]
+    approval = verdict.get("approval")
+    if approval:
+        out += [f"**Approval** ({approval['min_approvals']} required; evaluation run by "
+                f"{md_text(approval['runner'])}, code version {md_text(approval['code_version'])})", ""]
+        out += _md_table(["approver", "approved at", "reason"],
+                         [[a["approver"], a["at"], a["reason"] or "-"] for a in approval["approvals"]])
+        out += [""]
     return "\n".join(out)
