@@ -63,7 +63,9 @@ from .alerts import Refusal, RefusalAlertResource, reason_lines, refusal_alert_f
 from .metadata import anonymized_metadata, as_metadata, check_metadata, fit, md_value
 from .partitions import partitions_def_for
 from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_evaluation, freshness_sensor, source_sensor
+from .table_target import table_assets
 from .translator import ReleaseTranslator
+from .upstream import ingest_source, source_ins
 
 
 @dataclass
@@ -144,13 +146,13 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     upstream = {"anonymized": AssetIn(key=key["anonymized"]), "pseudonymized": AssetIn(key=key["pseudonymized"]),
                 "raw": AssetIn(key=key["raw"])}
 
-    @asset(**attributes("raw"), required_resource_keys={"keystore"})
-    def raw(context: AssetExecutionContext) -> pd.DataFrame:
+    @asset(**attributes("raw"), ins=source_ins(spec), required_resource_keys={"keystore"})
+    def raw(context: AssetExecutionContext, **source: Any) -> pd.DataFrame:  # source: an upstream asset's value
         if pipeline.needs_keystore(spec):
             # opened first: a key store that cannot be opened, or that sits among the release's
             # data, fails the run before any write
             pipeline.check_keystore(spec, context.resources.keystore.open())
-        ingested = pipeline.ingest(spec, partition_of(context))
+        ingested = ingest_source(context, spec, partition_of(context), source)
         context.add_output_metadata({"rows": len(ingested.data), "source": ingested.source,
                                      "columns": len(ingested.data.columns), **row_count(len(ingested.data))})
         return ingested.data
@@ -305,7 +307,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                            description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
     schedule = build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
     sensors = [s for s in (source_sensor(spec, job, t), freshness_sensor(spec, t)) if s is not None]
-    return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published],
+    return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published, *table_assets(spec, t, pdef)],
                               [release_checks], job, schedule, pdef, sensors)
 
 

@@ -56,7 +56,7 @@ def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
                   default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition | None:
     """The sensor that runs ``job`` for each partition whose source file appeared or changed
     (:func:`source_requests`); None for a source on object storage (not watched yet)."""
-    if is_remote(spec.source.path):
+    if spec.source.path is None or is_remote(spec.source.path):  # an asset source is run by its own graph
         return None
 
     @sensor(name=translator.source_sensor_name(spec), job=job, minimum_interval_seconds=minimum_interval_seconds,

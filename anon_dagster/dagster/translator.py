@@ -74,6 +74,8 @@ class ReleaseTranslator:
         publication's format on published (``s3``, ``gcs``, ``azure`` for object storage)."""
         if step == "published":
             return {table_format(spec.publication.path), *_store_kind(spec.publication.path)}
+        if step == "raw" and spec.source.path is None:  # an asset of the project (source.asset)
+            return {"pandas"}
         if step == "raw":
             return {"pandas", spec.source.format or table_format(spec.source.path), *_store_kind(spec.source.path)}
         return {"pandas", "parquet"}
