@@ -51,15 +51,14 @@ from dagster import (
     multi_asset_check,
 )
 
-from ..release import gate, pipeline, publication
-from ..release.evaluation import Evaluation
+from ..release import gate, pipeline, publication, publish_step
 from ..release.ledger import Ledger
 from ..release.publication import reports_folder
-from ..release.stored import evaluate_stored
+from ..release.publish_step import refusal_of
 from ..spec import ReleaseSpec
-from . import evaluations, ordering
+from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
-from .alerts import Refusal, RefusalAlertResource, reason_lines, refusal_alert_from_env
+from .alerts import RefusalAlertResource, refusal_alert_from_env
 from .metadata import anonymized_metadata, as_metadata, check_metadata, fit, md_value
 from .partitions import partitions_def_for
 from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_evaluation, freshness_sensor, source_sensor
@@ -114,14 +113,6 @@ def column_schema(table: pd.DataFrame, columns: list[str]) -> TableSchema:
     """The schema of the published columns, typed by the table they were written from."""
     return TableSchema(columns=[TableColumn(c, str(table[c].dtype) if c in table.columns else "unknown")
                                 for c in columns])
-
-
-def refusal_of(spec: ReleaseSpec, partition: str | None, evaluation: Evaluation, refusals: list[str],
-               run_id: str | None) -> Refusal:
-    """The refusal of a publication: the failed checks of the re-verification and one reason per
-    refusal (the evaluation's refusals, or why the publication itself was refused)."""
-    failed = [c.name for c in evaluation.checks if c.blocks]
-    return Refusal(spec.release, partition, failed, reason_lines(refusals), evaluation.id, run_id)
 
 
 def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
@@ -186,22 +177,12 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:  # judged against the ledger as it is; the publication step waits again
             context.log.warning(waited)
-        ledger = run_ledger(context)
-        complete = selected == {c.name for c in t.checks(spec)}
-        digests = evaluations.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw) \
-            if complete else ()
-        before = evaluations.evaluation_key(spec, partition_of(context), digests, ledger) if complete else None
-        evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                                     partition=partition_of(context), only=selected)
-        if before is not None and before == evaluations.evaluation_key(spec, partition_of(context), digests, ledger):
-            evaluations.remember(before, evaluation)  # for the publication step, if nothing changes
-        report = None
-        if complete:  # a complete evaluation: its evidence is kept
-            kept = publication.keep_evaluation(spec, evaluation, ledger,
-                                               reports_folder(spec, reports_dir, partition_of(context)))
-            if kept.problem:
-                context.log.warning(f"the evaluation's report could not be kept: {kept.problem}")
-            report = kept.report  # a refused evaluation's report, linked from each failed check
+        step = publish_step.check_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw,
+                                       ledger=run_ledger(context), partition=partition_of(context), only=selected,
+                                       declared=[c.name for c in t.checks(spec)], reports_dir=reports_dir)
+        if step.problem:
+            context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
+        evaluation, report = step.evaluation, step.report  # a refused evaluation's report, linked from each failed check
         for result in evaluation.checks:
             yield AssetCheckResult(
                 asset_key=key["anonymized"], check_name=result.name, passed=bool(result.passed),
@@ -232,41 +213,23 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if waited:
             raise Failure(description=waited)
         ledger = run_ledger(context)
-        refused: list[str] | None = None
-        try:
-            with ordering.population_lock(spec, ledger.path):
-                # re-verification: the gate evaluated here, never read from Dagster's event storage; the
-                # checks' evaluation of these very tables against this very ledger state is taken up
-                digests = evaluations.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw)
-                key = evaluations.evaluation_key(spec, partition, digests, ledger)
-                evaluation = evaluations.recall(key) or evaluate_stored(
-                    spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition)
-                try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
-                    done = publication.publish_release(
-                        spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized, ledger=ledger,
-                        keystore=context.resources.keystore, storage=storage_folders(context),
-                        reports=reports_folder(spec, reports_dir, partition))
-                except publication.PublicationRefused as exc:
-                    refused = list(exc.refusals)
-                    if not evaluation.passed:  # a refused evaluation of every check: its evidence is kept
-                        kept = publication.keep_evaluation(spec, evaluation, ledger,
-                                                           reports_folder(spec, reports_dir, partition))
-                        if kept.problem:
-                            context.log.warning(f"the evaluation's report could not be kept: {kept.problem}")
+        try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
+            step = publish_step.publication_step(
+                spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition,
+                keystore=context.resources.keystore, storage=storage_folders(context), reports_dir=reports_dir)
         except TimeoutError as exc:
-            raise Failure(description=f"{spec.release} {partition or ''}: {exc}") from None
-        if refused is not None:
-            return refused_result(context, evaluation, refused, ledger)
-        figures = done.figures()
-        table = gate.publishable_view(anonymized) if done.mode == "rows" else pd.DataFrame()
-        report = done.published.report_path
+            raise Failure(description=str(exc)) from None
+        if step.refused:
+            return refused_result(context, step, ledger)
+        done, report = step.published, step.report
         return MaterializeResult(
-            metadata=fit({OUTCOME_KEY: "published", **as_metadata(figures, whole=report),
+            metadata=fit({OUTCOME_KEY: "published", **as_metadata(done.figures(), whole=report),
                           **row_count(done.published.rows),
-                          "dagster/column_schema": column_schema(table, done.published.columns)}, whole=report),
+                          "dagster/column_schema": TableSchema(columns=[TableColumn(c, kind) for c, kind in step.columns])},
+                         whole=report),
             check_results=[AssetCheckResult(check_name=publication_check, passed=True,
-                                            description=f"published: evaluation {evaluation.id}",
-                                            metadata={"evaluation": evaluation.id}),
+                                            description=f"published: evaluation {step.evaluation.id}",
+                                            metadata={"evaluation": step.evaluation.id}),
                            freshness_result(ledger)])
 
     def freshness_result(ledger: Ledger) -> AssetCheckResult:
@@ -275,31 +238,30 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         return AssetCheckResult(check_name=fresh.check_name, passed=fresh.passed, severity=fresh.severity,
                                 description=fresh.description, metadata=fresh.metadata)
 
-    def refused_result(context: AssetExecutionContext, evaluation: Evaluation, refusals: list[str],
+    def refused_result(context: AssetExecutionContext, step: publish_step.PublicationStep,
                        ledger: Ledger) -> MaterializeResult:
         """The refusal materialized: outcome, reasons and evidence on the published asset, the
         ``publication`` check failed with one line per failed check, and the alert sent."""
-        partition = partition_of(context)
-        refusal = refusal_of(spec, partition, evaluation, refusals, context.run.run_id)
-        lines = [line for r in refusals for line in r.strip().splitlines()[:1]]
+        if step.problem:
+            context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
+        refusal, lines, report = step.refusal(context.run.run_id), step.reason_lines, step.report
         reasons = md_value("\n".join(lines))
-        report = publication.kept_report(spec, reports_dir, partition)
-        context.log.info(f"{spec.release} {partition or ''}: publication refused, nothing written: "
+        context.log.info(f"{spec.release} {step.partition or ''}: publication refused, nothing written: "
                          + "; ".join(refusal.reasons))
         problem = context.resources.refusal_alert.send(refusal)
         if problem:
             context.log.warning(f"the refusal alert was not delivered: {problem}")
         payload = {k: v for k, v in refusal.payload().items() if k != "run_id"}  # the run is the event's
+        failed = MetadataValue.json(refusal.failed_checks)
         return MaterializeResult(
-            metadata=fit({OUTCOME_KEY: "refused", "reasons": reasons,
-                          "failed_checks": MetadataValue.json(refusal.failed_checks),
-                          "evaluation": evaluation.id, REFUSAL_KEY: MetadataValue.json(payload),
+            metadata=fit({OUTCOME_KEY: "refused", "reasons": reasons, "failed_checks": failed,
+                          "evaluation": step.evaluation.id, REFUSAL_KEY: MetadataValue.json(payload),
                           **({"report": MetadataValue.path(str(report))} if report else {})}, whole=report),
             check_results=[AssetCheckResult(
                 check_name=publication_check, passed=False, severity=AssetCheckSeverity.ERROR,
                 description="\n".join(lines),
-                metadata={"failed_checks": MetadataValue.json(refusal.failed_checks), "reasons": reasons,
-                          "evaluation": evaluation.id}), freshness_result(ledger)])
+                metadata={"failed_checks": failed, "reasons": reasons, "evaluation": step.evaluation.id}),
+                freshness_result(ledger)])
 
     # one process per run (the steps share it) rather than one per step: what a UI run costs
     job = define_asset_job(t.job_name(spec), selection=AssetSelection.groups(t.group_name(spec)),

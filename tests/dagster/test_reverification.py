@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-import anon_dagster.dagster.assets as assets
+import anon_dagster.release.publish_step as steps
 from anon_dagster.dagster import evaluations
 from tests.support.linkage import composing_release, two_years
 from tests.support.releases import check_evaluations, load, run
@@ -20,15 +20,15 @@ STEPS = [AssetKey(["yearly", s]) for s in ("raw", "pseudonymized", "anonymized")
 
 @pytest.fixture
 def counted(monkeypatch) -> list[set | None]:
-    """The ``only`` of every evaluation the Dagster layer computes."""
+    """The ``only`` of every evaluation the release's steps compute."""
     calls: list[set | None] = []
-    original = assets.evaluate_stored
+    original = steps.evaluate_stored
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("only"))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(assets, "evaluate_stored", counting)
+    monkeypatch.setattr(steps, "evaluate_stored", counting)
     evaluations.forget()
     return calls
 

@@ -1,0 +1,148 @@
+"""The checks step and the publication step of a release partition, whatever runs them.
+
+:func:`check_step` evaluates the declared checks of the stored tables (all of them, or a
+selection) and, for a complete evaluation, keeps its evidence (a refused one's report beside the
+transformation record) and remembers it (:mod:`.evaluation_memo`) for the publication step.
+
+:func:`publication_step` decides the partition's outcome: under the population's lock
+(:func:`~.population_order.population_lock`) it takes up the checks' evaluation of these very
+tables against this very ledger state, or evaluates the gate again, and publishes only a passing
+evaluation (:func:`~.publication.publish_release`). A refusal writes nothing: its reasons are
+those of :class:`~.refusals.PublicationRefused`, and a refused evaluation keeps its evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..spec import ReleaseSpec
+from . import evaluation_memo
+from .alerts import Refusal, reason_lines
+from .evaluation import Evaluation
+from .gate import publishable_view
+from .ledger import Ledger
+from .population_order import population_lock
+from .publication import (
+    PublicationRefused,
+    ReleasePublished,
+    keep_evaluation,
+    kept_report,
+    publish_release,
+    reports_folder,
+)
+from .stored import evaluate_stored
+
+
+@dataclass
+class CheckStep:
+    """The checks' evaluation; ``report`` is a refused complete evaluation's kept report (None
+    otherwise), ``problem`` one line saying why its evidence could not be kept."""
+
+    evaluation: Evaluation
+    report: Path | None = None
+    problem: str | None = None
+
+
+def check_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
+               ledger: Ledger, partition: str | None, only: set[str], declared: Collection[str],
+               reports_dir: str | None = None) -> CheckStep:
+    """Evaluate the checks named in ``only`` of the stored tables. When ``only`` is every
+    ``declared`` check, the evaluation is complete: it is remembered for the publication step
+    (if the ledger did not change meanwhile) and its evidence is kept."""
+    complete = only == set(declared)
+    digests = evaluation_memo.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw) \
+        if complete else ()
+    before = evaluation_memo.evaluation_key(spec, partition, digests, ledger) if complete else None
+    evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                                 partition=partition, only=only)
+    if before is not None and before == evaluation_memo.evaluation_key(spec, partition, digests, ledger):
+        evaluation_memo.remember(before, evaluation)
+    if not complete:
+        return CheckStep(evaluation)
+    kept = keep_evaluation(spec, evaluation, ledger, reports_folder(spec, reports_dir, partition))
+    return CheckStep(evaluation, kept.report, kept.problem)
+
+
+def refusal_of(spec: ReleaseSpec, partition: str | None, evaluation: Evaluation, refusals: list[str],
+               run_id: str | None) -> Refusal:
+    """The refusal of a publication: the failed checks of the re-verification and one reason per
+    refusal (the evaluation's refusals, or why the publication itself was refused)."""
+    failed = [c.name for c in evaluation.checks if c.blocks]
+    return Refusal(spec.release, partition, failed, reason_lines(refusals), evaluation.id, run_id)
+
+
+@dataclass
+class PublicationStep:
+    """The outcome of a partition: ``published`` (what was written) or ``refusals`` (why not).
+
+    ``report`` is where the whole evidence is (the publication's report, or a refused
+    evaluation's kept one); ``problem`` says why a refused evaluation's evidence could not be kept.
+    """
+
+    spec: ReleaseSpec
+    partition: str | None
+    evaluation: Evaluation
+    published: ReleasePublished | None = None
+    refusals: list[str] | None = None
+    report: Path | None = None
+    problem: str | None = None
+    columns: list[tuple[str, str]] | None = None  # the published columns and their dtypes
+
+    @property
+    def refused(self) -> bool:
+        return self.published is None
+
+    @property
+    def reason_lines(self) -> list[str]:
+        """The first line of each refusal, empty ones left out."""
+        return [line for r in self.refusals or [] for line in r.strip().splitlines()[:1]]
+
+    def refusal(self, run_id: str | None) -> Refusal:
+        """The refusal as alerts and the refusal sensor carry it (:func:`refusal_of`)."""
+        return refusal_of(self.spec, self.partition, self.evaluation, list(self.refusals or []), run_id)
+
+
+def published_columns(anonymized: pd.DataFrame, done: ReleasePublished) -> list[tuple[str, str]]:
+    """The published columns with the dtype of the table they were written from (``unknown``
+    for a column it does not have, such as an aggregate's)."""
+    table = publishable_view(anonymized) if done.mode == "rows" else pd.DataFrame()
+    return [(c, str(table[c].dtype) if c in table.columns else "unknown") for c in done.published.columns]
+
+
+def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
+                     ledger: Ledger, partition: str | None, keystore: Any = None,
+                     storage: Sequence[str | Path] = (), reports_dir: str | None = None) -> PublicationStep:
+    """Decide and, when the gate passes, publish the partition (see the module docstring).
+
+    ``keystore`` and ``storage`` (the folders intermediate tables are stored in) are kept clear
+    of the target. Raises TimeoutError (one line naming the release and partition) when another
+    publication of the population holds its lock too long.
+    """
+    reports = reports_folder(spec, reports_dir, partition)
+    try:
+        with population_lock(spec, ledger.path):
+            digests = evaluation_memo.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw)
+            key = evaluation_memo.evaluation_key(spec, partition, digests, ledger)
+            evaluation = evaluation_memo.recall(key) or evaluate_stored(
+                spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition)
+            try:
+                done = publish_release(spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized,
+                                       ledger=ledger, keystore=keystore, storage=storage, reports=reports)
+            except PublicationRefused as exc:
+                problem = None
+                if not evaluation.passed:  # a refused evaluation of every check: its evidence is kept
+                    problem = keep_evaluation(spec, evaluation, ledger, reports).problem
+                return PublicationStep(spec, partition, evaluation, refusals=list(exc.refusals),
+                                       report=kept_report(spec, reports_dir, partition), problem=problem)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{spec.release} {partition or ''}: {exc}") from None
+    return PublicationStep(spec, partition, evaluation, published=done, report=done.published.report_path,
+                           columns=published_columns(anonymized, done))
+
+
+__all__ = ["CheckStep", "PublicationStep", "check_step", "publication_step", "published_columns", "refusal_of"]
