@@ -15,7 +15,7 @@ from ..risk.utility import joint_label_codes
 from .coding import code_qi, combine, factorize, group
 from .criteria import Policy, avg_risk_ok, suppression_budget
 from .global_recoding import apply_levels, classes_at, failing_rows
-from .lattice import Lattice, QuerySpec
+from .lattice import Lattice, QuerySpec, SearchResult
 from .local_suppression import local_suppression
 from .outcome import NoSolution
 from .record import PersonSuppression, breakdown
@@ -69,15 +69,7 @@ def run_global(df, work, spec, policy, sens_coded, progress, persons=None, linke
         # no node reaches k per person within the budget: the row-level optimum, the persons
         # left to the release pipeline's person pass (which says what it would take)
         lattice, search = run(None)
-    if not search.solved:
-        closest = search.closest
-        where = ", ".join(f"{c}={lv}" for c, lv in zip(gen, closest.levels, strict=False)) if closest else "?"
-        misses = "; ".join(closest.missing) if closest and closest.missing else "the policy"
-        raise NoSolution(
-            f"{spec.label}: no generalization satisfies {', '.join(policy.names())} within "
-            f"max_suppression={policy.max_suppression:g}: the closest node ({where}) misses {misses}",
-            search.to_dict(),
-        )
+    check_solved(spec, policy, search)
     levels = dict(zip(gen, (int(v) for v in search.levels[: len(gen)]), strict=True))
     row_class, sizes = classes_at(qis, list(search.levels))
     fail, _ = failing_rows(policy, row_class, sizes, sens_coded)
@@ -117,6 +109,22 @@ def run_global(df, work, spec, policy, sens_coded, progress, persons=None, linke
                              for q in spec.utility_queries},
             }
     return full, fail, cells, search, info
+
+
+def check_solved(spec, policy: Policy, search: SearchResult) -> None:
+    """Raise :class:`NoSolution` naming the closest node and what it misses when the lattice
+    search found no node meeting the policy (on every engine that runs the search)."""
+    if search.solved:
+        return
+    gen = list(spec.generalized_qis)
+    closest = search.closest
+    where = ", ".join(f"{c}={lv}" for c, lv in zip(gen, closest.levels, strict=False)) if closest else "?"
+    misses = "; ".join(closest.missing) if closest and closest.missing else "the policy"
+    raise NoSolution(
+        f"{spec.label}: no generalization satisfies {', '.join(policy.names())} within "
+        f"max_suppression={policy.max_suppression:g}: the closest node ({where}) misses {misses}",
+        search.to_dict(),
+    )
 
 
 def _published_classes(table: pd.DataFrame, columns: list[str], rows: np.ndarray) -> int:

@@ -5,8 +5,9 @@ when published columns link a person's rows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,8 @@ from ..errors import SpecError, UserError
 from ..spec import ReleaseSpec
 from . import attacks as gate_attacks
 from . import gate
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -69,6 +72,9 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     base = pseudonymized.reset_index(drop=True)
     positions = np.flatnonzero(split.released)
     done = _anonymize(spec, base.iloc[positions], progress, relax=relax)
+    if spec.anonymization.method == "synthetic":  # synthetic rows are nobody's: no source row to mark
+        return Anonymized(done.data, replace(done.record, attack_control=gate_attacks.control_section(spec, base, split)),
+                          done.suppressed, done.unreachable)
     data, record = gate_attacks.mark_released(done.data, done.record, positions,
                                               gate_attacks.control_section(spec, base, split))
     return Anonymized(data, record, done.suppressed, done.unreachable)
@@ -82,32 +88,66 @@ def _anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = N
 
     view = gate.publishable_view(pseudonymized)
     link = {"persons": gate.person_link(spec, view), "linked_by": gate.linking_columns(spec, view)}
-    try:
-        result = run_anonymization(pseudonymized, spec, progress=progress, **link)
+
+    def run(which: ReleaseSpec) -> Anonymized:
+        result = run_anonymization(pseudonymized, which, progress=progress, **link)
         return reach_k_per_person(spec, Anonymized(result.data, result.record, int(result.suppressed)),
                                   len(pseudonymized))
-    except SpecError:
+
+    done, unreachable = run_or_relax(spec, run, relax=relax)
+    if done is None:
+        empty = pseudonymized.iloc[0:0]
+        return Anonymized(empty, empty_record(pseudonymized, spec), len(pseudonymized), unreachable)
+    if unreachable is None:
+        return done
+    return replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
+
+
+def run_or_relax(spec: ReleaseSpec, run: Callable[[ReleaseSpec], R], *, relax: bool = True,
+                 reraise: tuple[type[Exception], ...] = ()) -> tuple[R | None, str | None]:
+    """``run(spec)``, and when the declared policy is unreachable (a UserError other than a
+    SpecError or one of ``reraise``) and ``relax``, ``run(relaxed_spec(spec))``: the one way every
+    engine shows an unreachable policy.
+
+    Returns ``(result, None)`` when the policy is met; ``(relaxed result, note)`` when only the
+    relaxed one exists (the note is the record's ``policy_unreachable``); ``(None, note)`` when
+    neither does (the caller publishes an empty table, and every check fails).
+    """
+    try:
+        return run(spec), None
+    except (SpecError, *reraise):
         raise
     except UserError as exc:
         if not relax:
             raise
         reason = f"the declared policy is unreachable: {exc}"
-    thresholds = spec.policy.thresholds.model_copy(update={
-        "l_distinct": None, "l_entropy": None, "recursive_cl": None, "t_closeness": None,
-        "prosecutor_avg": None})
-    relaxed = spec.model_copy(update={"policy": spec.policy.model_copy(update={"thresholds": thresholds})})
     try:
-        result = run_anonymization(pseudonymized, relaxed, progress=progress, **link)
+        return run(relaxed_spec(spec)), relaxed_note(reason, spec)
     except UserError as exc2:
-        empty = pseudonymized.iloc[0:0]
-        return Anonymized(empty, empty_record(pseudonymized, spec), len(pseudonymized),
-                          reason + f". No relaxed anonymization exists either ({exc2}): the table is "
-                          "empty and every check fails.")
-    unreachable = (reason + f". Shown instead: the anonymization at k={spec.anonymization.k} without the "
-                   "attribute-disclosure and average-risk criteria, measured against the full policy by "
-                   "the checks; it cannot be published.")
-    return reach_k_per_person(spec, Anonymized(result.data, replace(result.record, policy_unreachable=unreachable),
-                                               int(result.suppressed), unreachable), len(pseudonymized))
+        return None, no_relaxed_note(reason, exc2)
+
+#: the criteria the relaxed anonymization leaves out of the search (the gate still measures them)
+RELAXED_CRITERIA = ("l_distinct", "l_entropy", "recursive_cl", "t_closeness", "prosecutor_avg")
+
+
+def relaxed_spec(spec: ReleaseSpec) -> ReleaseSpec:
+    """``spec`` at its own k without the attribute-disclosure and average-risk criteria
+    (:data:`RELAXED_CRITERIA`): what is anonymized, on every engine, when the declared policy is
+    unreachable."""
+    thresholds = spec.policy.thresholds.model_copy(update=dict.fromkeys(RELAXED_CRITERIA))
+    return spec.model_copy(update={"policy": spec.policy.model_copy(update={"thresholds": thresholds})})
+
+
+def relaxed_note(reason: str, spec: ReleaseSpec) -> str:
+    """The record's ``policy_unreachable`` when the relaxed anonymization is shown instead."""
+    return (reason + f". Shown instead: the anonymization at k={spec.anonymization.k} without the "
+            "attribute-disclosure and average-risk criteria, measured against the full policy by "
+            "the checks; it cannot be published.")
+
+
+def no_relaxed_note(reason: str, exc: Exception) -> str:
+    """What an empty table says when not even the relaxed anonymization exists."""
+    return reason + f". No relaxed anonymization exists either ({exc}): the table is empty and every check fails."
 
 
 def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) -> Anonymized:

@@ -1,0 +1,77 @@
+"""The anonymize step on Spark: what the engine carries out (:func:`check_supported`), the
+method dispatched (global recoding, :mod:`.spark_recoding`; Mondrian, :mod:`.spark_mondrian`) and
+an unreachable policy shown as the pandas pipeline shows it
+(:func:`~anon_dagster.release.anonymize_step.anonymize`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .base import UnsupportedOnEngine
+from .spark_results import SparkAnonymized, SparkPseudonymized
+from .spark_session import SparkDriver
+
+
+def check_supported(spec: Any) -> None:
+    """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
+    an = spec.anonymization
+    if an.method in ("mondrian", "microaggregation"):
+        name = "Mondrian" if an.method == "mondrian" else "microaggregation (MDAV)"
+        raise UnsupportedOnEngine(f"anonymization.method: {an.method} ({name})",
+                                  hint="use method: global (optimal global recoding) or --engine pandas")
+    if an.suppression == "cells":
+        raise UnsupportedOnEngine("anonymization.suppression: cells (cell suppression)",
+                                  hint="use suppression: rows or --engine pandas")
+    if an.pram is not None:
+        raise UnsupportedOnEngine("anonymization.pram (PRAM)", hint="use --engine pandas")
+    if an.utility.startswith("query:"):
+        raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} (a utility query as the search's metric)",
+                                  hint="use entropy, loss, discernibility or aecs, or --engine pandas")
+    if spec.publication.mode == "aggregates":
+        raise UnsupportedOnEngine("publication.mode: aggregates (differential privacy)", hint="use --engine pandas")
+    if getattr(spec.policy, "attacks", None) is not None:
+        raise UnsupportedOnEngine("policy.attacks (the release's attacks)", hint="use --engine pandas")
+    for name in spec.pseudonymized:
+        how = spec.columns[name].pseudonymize
+        if how.method.lower() == "token":
+            raise UnsupportedOnEngine(f"columns.{name}.pseudonymize.method: token (the token vault)",
+                                      hint="use hmac or aes_siv, or --engine pandas")
+        if how.scope != "row" and name in spec.published_columns:
+            raise UnsupportedOnEngine(
+                f"k per person (columns.{name}.pseudonymize.scope: {how.scope} links a person's published rows)",
+                hint="use scope: row, or --engine pandas")
+
+
+def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,
+              relax: bool = True) -> SparkAnonymized:
+    """The spec's anonymization on Spark; an unreachable policy as the pandas pipeline shows it:
+    with ``relax``, the anonymization of :func:`~anon_dagster.release.anonymize_step.relaxed_spec`,
+    measured against the full policy by the gate."""
+    from ..release.anonymize_step import run_or_relax
+    from .spark_frames import DriverLimit
+    from .spark_record import empty_record
+
+    check_supported(spec)
+    done, unreachable = run_or_relax(spec, lambda which: _dispatch(engine, which, pseudonymized, progress),
+                                     relax=relax, reraise=(UnsupportedOnEngine, DriverLimit))
+    if done is None:
+        rows = pseudonymized.df.count()
+        return SparkAnonymized(pseudonymized.df.limit(0), empty_record(engine, spec, pseudonymized.df), rows,
+                               unreachable)
+    if unreachable is None:
+        return done
+    return replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
+
+def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any) -> SparkAnonymized:
+    """The method the spec declares, on Spark."""
+    if spec.anonymization.method == "mondrian":
+        from .spark_mondrian import anonymize_mondrian
+
+        return anonymize_mondrian(engine, spec, pseudonymized, progress)
+    from .spark_recoding import anonymize_global
+
+    return anonymize_global(engine, spec, pseudonymized, progress)
+
+
+__all__ = ["anonymize", "check_supported"]

@@ -1,0 +1,196 @@
+"""The Spark engine's first two steps, as the pandas pipeline's ingest and pseudonymize
+(:mod:`anon_dagster.release.pipeline`): the source read by Spark (parquet), the partition's
+window filtered there and the spec checked against the schema and the hierarchies against each
+column's distinct values; then the identifiers pseudonymized by ``mapInArrow`` calling the
+project's keyed functions, keys re-derived on the executors (:mod:`.spark_pseudonyms`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataError
+from .base import UnsupportedOnEngine
+from .spark_frames import published_columns, read_parquet
+from .spark_pseudonyms import DISTINCT_PREFIX
+from .spark_results import SparkIngested, SparkPseudonymized
+from .spark_session import SparkDriver, executor_errors
+
+
+def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str | None) -> tuple[Any, Path]:
+    """The partition's rows of ``input_path`` or the spec's source, identifiers as text."""
+    from pyspark.sql import functions as F
+
+    from ..io import table_format
+    from ..objectstore import ObjectPath
+    from ..partitions import check_partition, partition_window, source_path, text_columns
+
+    check_partition(spec, partition)
+    path = Path(input_path) if input_path is not None else source_path(spec, partition)
+    if isinstance(path, ObjectPath) or "://" in str(input_path or ""):
+        raise UnsupportedOnEngine("a source on object storage", hint="read it with a Spark path on a cluster "
+                                  "filesystem, or use --engine pandas")
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    fmt = "parquet" if path.is_dir() else (spec.source.format if input_path is None and spec.source.format
+                                            else table_format(path))
+    if fmt != "parquet":
+        raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
+    df = read_parquet(engine.spark, path)
+    types = dict(df.dtypes)
+    for name in text_columns(spec):
+        kind = types.get(name)
+        if kind is None or kind == "string":
+            continue
+        if kind in ("float", "double") or kind.startswith("decimal"):
+            raise DataError(
+                f"{path}: identifier column {name!r} is stored as floating-point numbers ({kind}): a float "
+                "does not hold an identifier exactly (digits past the 16th are lost, 1.0 and 1 would be "
+                "one person); store it as text or integers")
+        if kind not in ("tinyint", "smallint", "int", "bigint"):
+            raise DataError(f"{path}: identifier column {name!r} is stored as {kind}: store identifiers "
+                            "as text or integers")
+        df = df.withColumn(name, F.col(f"`{name}`").cast("string"))
+    for name, column in spec.columns.items():
+        from ..spec import DateSpec
+
+        if isinstance(column.hierarchy, DateSpec) and types.get(name) == "string":
+            raise UnsupportedOnEngine(f"dates stored as text (column {name!r})",
+                                      hint="store them as parquet dates or timestamps, or use --engine pandas")
+    if partition is not None and spec.partitions is not None:
+        column = spec.partitions.column
+        if column not in types:
+            raise DataError(f"{path}: partition column {column!r} is missing from the data")
+        if not (types[column].startswith("timestamp") or types[column] == "date"):
+            raise UnsupportedOnEngine(f"a partition column stored as {types[column]} ({column!r})",
+                                      hint="store it as a parquet date or timestamp, or use --engine pandas")
+        start, end = partition_window(spec, partition)
+        kind = types[column]
+        lo = F.lit(start.to_pydatetime()).cast(kind)
+        hi = F.lit(end.to_pydatetime()).cast(kind)
+        inside = df.filter((F.col(f"`{column}`") >= lo) & (F.col(f"`{column}`") < hi))
+        if input_path is None and "{partition}" in spec.source.path:
+            total, kept = df.count(), inside.count()
+            if kept < total:
+                raise DataError(
+                    f"{path}: {total - kept} rows fall outside partition {partition!r} "
+                    f"[{start.date()}, {end.date()}) of column {column!r}: fix the file or the spec")
+        df = inside
+    return df, path
+
+def check_data(engine: SparkDriver, spec: Any, df: Any, source: str) -> None:
+    """:func:`~anon_dagster.spec.check_data` on what it reads: the columns, and the distinct
+    values of each column with a hierarchy (collected, one frequency table per column)."""
+    from ..spec import check_data
+
+    values: dict[str, pd.Series] = {}
+    for name in spec.hierarchies:
+        if name in df.columns:
+            freq, _ = engine.frequencies(df, [name], first_row=False,
+                                       what=f"the distinct values of column {name!r}")
+            values[name] = freq[name]
+    length = max([len(v) for v in values.values()] + [1])
+    frame = {}
+    for name in published_columns(df):
+        if name in values and len(values[name]):
+            v = values[name].reset_index(drop=True)
+            frame[name] = pd.concat([v, v.iloc[[0] * (length - len(v))]], ignore_index=True)
+        else:
+            frame[name] = pd.Series([None] * length, dtype=object)
+    check_data(spec, pd.DataFrame(frame), source=source)
+
+def ingest(engine: SparkDriver, spec: Any, partition: str | None = None, input_path: str | None = None) -> SparkIngested:
+    """The rows of ``partition`` read and checked against the spec (as the pandas ingest)."""
+    df, path = read(engine, spec, partition, input_path)
+    check_data(engine, spec, df, str(path))
+    return SparkIngested(df, str(path))
+
+def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keystore: Any | None, *, linkage: bool = True,
+                 partition: str | None = None) -> SparkPseudonymized:
+    """Identifiers pseudonymized as declared, the others dropped, and with ``linkage`` and a
+    composition block the ledger's linkage pseudonym (:func:`~anon_dagster.release.pipeline.pseudonymize`)."""
+    from pyspark.sql import types as T
+
+    from ..pseudonymize.methods import pseudonym_pattern, publication_label
+    from ..pseudonymize.table import ColumnSummary
+    from ..release import gate
+    from ..release.ledger.linkage import person_normalization
+    from ..release.pipeline import LINKAGE_PURPOSE, check_keystore
+    from .spark_pseudonyms import (
+        DISTINCT_PURPOSE,
+        ColumnStep,
+        KeyRequest,
+        LinkageStep,
+        PseudonymPlan,
+        pseudonymize_batches,
+    )
+
+    df = ingested.df
+    wants_linkage = linkage and spec.composition is not None
+    if spec.pseudonymized or wants_linkage:
+        check_keystore(spec, keystore)
+    steps, summaries, dropped = [], [], []
+    for name in spec.identifiers:
+        if name not in df.columns:
+            raise DataError(f"{spec.label}: identifier column {name!r} is declared but missing from the data")
+        how = spec.columns[name].pseudonymize
+        if how is None:
+            steps.append(ColumnStep(name, drop=True))
+            dropped.append(name)
+            continue
+        method = how.method.lower()
+        version = keystore.current_version
+        publication = publication_label(spec.release, partition) if how.scope == "release" else None
+        prefix = f"v{version}:" if how.prefix_version else ""
+        norm = (how.normalize.trim, how.normalize.case, how.normalize.unicode)
+        if how.scope == "row":
+            key, distinct = None, KeyRequest("internal", DISTINCT_PURPOSE).checked(keystore)
+        else:
+            key = KeyRequest("pseudonym", how.purpose, method, version, publication).checked(keystore)
+            distinct = None
+        steps.append(ColumnStep(name, method=method, scope=how.scope, purpose=how.purpose, key=key,
+                                prefix=prefix, normalize=norm, distinct=distinct))
+        summaries.append(ColumnSummary(
+            column=name, method=method, purpose=how.purpose,
+            key_version=None if how.scope == "row" else version, rows=0, nulls_kept=0, distinct=0,
+            reversible=method != "hmac", prefix_version=how.prefix_version,
+            pattern=pseudonym_pattern(method, how.prefix_version), scope=how.scope, publication=publication))
+    link = None
+    if wants_linkage:
+        norm = person_normalization(spec)
+        person = spec.composition.person
+        if person not in df.columns:
+            raise DataError(f"{spec.label}: composition.person {person!r} is not a column of the data")
+        link = LinkageStep(gate.LINKAGE_COLUMN, person,
+                           KeyRequest("internal", LINKAGE_PURPOSE).checked(keystore),
+                           (norm.trim, norm.case, norm.unicode))
+    kept = {s.column for s in steps if s.drop}
+    fields, names = [], []
+    changed = {s.column for s in steps if not s.drop}
+    for f in df.schema.fields:
+        if f.name in kept:
+            continue
+        fields.append(T.StructField(f.name, T.StringType(), True) if f.name in changed else f)
+        names.append(f.name)
+    for s in steps:
+        if s.scope == "row" and not s.drop:
+            fields.append(T.StructField(DISTINCT_PREFIX + s.column, T.StringType(), True))
+            names.append(DISTINCT_PREFIX + s.column)
+    if link is not None:
+        fields.append(T.StructField(link.column, T.StringType(), True))
+        names.append(link.column)
+    plan = PseudonymPlan(tuple(steps), link, tuple(names))
+    out = planned = df
+    if spec.identifiers or link is not None:
+        planned = df.mapInArrow(pseudonymize_batches(plan), T.StructType(fields))
+        out = planned
+        if summaries or link is not None:
+            # computed once: a scope-row pseudonym is random, and the keyed ones cost a pass
+            out = executor_errors(lambda: planned.localCheckpoint(eager=True))
+    backend = keystore.backend.kind if keystore is not None else None
+    return SparkPseudonymized(out, summaries, dropped, backend, planned)
+
+
+__all__ = ["check_data", "ingest", "pseudonymize", "read"]
