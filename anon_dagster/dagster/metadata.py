@@ -1,28 +1,16 @@
 """Dagster metadata of the core's results: plain data converted to :class:`dagster.MetadataValue`.
 
-Only conversion: which evidence a check shows is decided by the core
-(:meth:`~anon_dagster.release.evaluation.CheckResult.evidence`), and every figure comes from the
-:class:`~anon_dagster.release.evaluation.Evaluation` the core computed. No metadata shows the
-QI values of a class: classes are described by their sizes, their sensitive distributions and
-each QI's contribution. The conversion:
-
-- prose the core wrote (a check's summary, the unreachable-policy note) is Markdown that shows
-  the text as written (:func:`~anon_dagster.release.report.markdown.md_text`: markup escaped,
-  line breaks kept), so ``k1*k2/N`` never turns italic;
-- figures are rounded to :data:`DIGITS` significant digits, as the report writes them
-  (integers stay exact). The ``check`` entry, the contract form that ``anon-dagster check
-  --json`` prints, keeps the full precision;
-- an evidence table's note (what it leaves out) is the text entry ``<name>_note``;
-- the metadata of one materialization or check evaluation stays below :data:`MAX_METADATA_BYTES`
-  as Dagster stores it (:func:`fit`): the largest tables are cut further, each with its note, and
-  a JSON value that still does not fit is replaced by a line saying where the whole is (the
-  ``report`` or ``transformation_record_file`` path, when given).
+The evidence a check shows is chosen by the core (``CheckResult.evidence``), figures are shown
+as :mod:`anon_dagster.release.shown_values` rounds them and prose as
+:func:`~anon_dagster.release.report.markdown.md_text` writes it. Here: the conversion, and
+:func:`fit`, which keeps one event's metadata below :data:`MAX_METADATA_BYTES` as Dagster
+serializes it (the largest tables are cut, each with its ``<name>_note``; a JSON value that still
+does not fit becomes a line saying where the whole is). See docs/dagster.md.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,33 +27,14 @@ from dagster import (
     serialize_value,
 )
 
-from ..release import gate
 from ..release.evaluation import CheckResult, Evaluation, EvidenceTable
 from ..release.report.markdown import md_text
+from ..release.shown_values import DIGITS, figure, measured_value, record_summary, rounded
 
-# significant digits of a figure shown (the report's format_value)
-DIGITS = 4
 # the most a materialization or check evaluation writes to the event log, as serialized there
 MAX_METADATA_BYTES = 50_000
 # entries never cut to fit: the verdict, its figures and the contract form
 KEPT_WHOLE = ("summary", "measured", "threshold", "spec_key", "check", "report", "transformation_record_file")
-
-
-def figure(value: Any) -> Any:
-    """A figure as shown: a float to :data:`DIGITS` significant digits (``0.9794362523823854`` →
-    ``0.9794``), anything else as it is (integers exact, and so a float holding one)."""
-    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
-        return float(f"{value:.{DIGITS}g}")
-    return value
-
-
-def rounded(value: Any) -> Any:
-    """``value`` with every float inside it (dicts, lists) rounded by :func:`figure`."""
-    if isinstance(value, Mapping):
-        return {k: rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [rounded(v) for v in value]
-    return figure(value)
 
 
 def md_value(text: Any) -> MarkdownMetadataValue:
@@ -159,12 +128,10 @@ def as_metadata(values: Mapping[str, Any], whole: Path | str | None = None) -> d
 
 
 def _measured(value: Any) -> MetadataValue:
-    if isinstance(value, bool) or value is None:
-        return MetadataValue.text("n/a" if value is None else str(value))
-    if isinstance(value, int):
-        return MetadataValue.int(value)
-    number = gate.as_float(value)
-    return MetadataValue.float(figure(number)) if number is not None else MetadataValue.text(str(value))
+    shown = measured_value(value)
+    if isinstance(shown, str):
+        return MetadataValue.text(shown)
+    return MetadataValue.int(shown) if isinstance(shown, int) else MetadataValue.float(shown)
 
 
 def check_metadata(result: CheckResult, evaluation: Evaluation, report: Path | None = None) -> dict[str, Any]:
@@ -178,20 +145,6 @@ def check_metadata(result: CheckResult, evaluation: Evaluation, report: Path | N
             "threshold": MetadataValue.text(result.threshold_text),
             **({"report": MetadataValue.path(str(report))} if report is not None else {})}
     return fit({**head, **as_metadata(result.evidence(evaluation), whole=report)}, whole=report)
-
-
-def record_summary(record: Any, record_file: Path | str) -> dict[str, Any]:
-    """The transformation record as metadata shows it: :meth:`TransformationRecord.summary`
-    without what is per class (Mondrian's boxes and ranges: the QI values of each class), which
-    stays in ``record_file``."""
-    name = Path(str(record_file)).name
-    out = record.summary(name)
-    mondrian = out.get("mondrian")
-    if isinstance(mondrian, Mapping) and isinstance(mondrian.get("ranges"), list):
-        classes = len(mondrian["ranges"]) + int(mondrian.get("ranges_truncated") or 0)
-        out["mondrian"] = {**mondrian, "ranges": f"{classes} class ranges, in {name}"}
-        out["mondrian"].pop("ranges_truncated", None)
-    return out
 
 
 def anonymized_metadata(result: Any, record_file: Path) -> dict[str, Any]:
