@@ -66,6 +66,13 @@ ATTACK_CHECKS = tuple(c.check_name for c in ATTACK_CRITERIA.values())
 CACHE_SIZE = 16
 
 
+def control_settings(spec: ReleaseSpec) -> Any:
+    """The size of the control slice (``fraction``, ``min_rows``): ``policy.attacks.control``,
+    else ``policy.synthetic.control`` (a synthetic release's audit), else None (no control set)."""
+    declared = spec.policy.attacks or getattr(spec.policy, "synthetic", None)
+    return declared.control if declared is not None else None
+
+
 def declares_attacks(spec: ReleaseSpec) -> bool:
     """Whether the spec declares ``policy.attacks``."""
     return spec.policy.attacks is not None
@@ -88,23 +95,27 @@ def control_key(spec: ReleaseSpec, table: pd.DataFrame) -> bytes:
 
 
 def control_split(spec: ReleaseSpec, pseudonymized: pd.DataFrame, secrets: list[str] | None = None) -> ControlSplit | None:
-    """The control records of the partition ``pseudonymized`` (None without ``policy.attacks``):
-    ``released`` marks its rows by position. A pure function of the table and the spec."""
-    attacks = spec.policy.attacks
-    if attacks is None:
+    """The control records of the partition ``pseudonymized`` (None without ``policy.attacks``
+    or ``policy.synthetic``): ``released`` marks its rows by position. A pure function of the
+    table and the spec. A synthetic release always withholds its control slice: its audit
+    compares synthetic rows with real records in every published column, which a population
+    file need not hold."""
+    settings = control_settings(spec)
+    if settings is None:
         return None
     table = gate.publishable_view(pseudonymized).reset_index(drop=True)
     columns, chosen = attack_columns(spec, table, secrets)
     pop = spec.policy.population
-    population = gate.load_population(spec) if pop is not None and pop.count_column is None else None
+    population = (gate.load_population(spec) if pop is not None and pop.count_column is None
+                  and spec.anonymization.method != "synthetic" else None)
     return select_control(table, key=control_key(spec, table), persons=gate.person_link(spec, table),
                           population=population, columns=list(dict.fromkeys([*columns, *chosen])),
-                          fraction=attacks.control.fraction, minimum=attacks.control.min_rows)
+                          fraction=settings.fraction, minimum=settings.min_rows)
 
 
 def control_section(spec: ReleaseSpec, pseudonymized: pd.DataFrame, split: ControlSplit) -> AttackControl:
     """The record's ``attack_control`` section of ``split`` (counts only)."""
-    attacks = spec.policy.attacks
+    settings = control_settings(spec)
     withheld = ~np.asarray(split.released, dtype=bool)
     persons = 0
     if withheld.any():
@@ -113,7 +124,7 @@ def control_section(spec: ReleaseSpec, pseudonymized: pd.DataFrame, split: Contr
                    else int(withheld.sum()))
     return AttackControl(source=split.source, rows_before=len(pseudonymized), rows_withheld=int(withheld.sum()),
                          persons_withheld=persons, control_rows=len(split.control),
-                         fraction=float(attacks.control.fraction), min_rows=int(attacks.control.min_rows),
+                         fraction=float(settings.fraction), min_rows=int(settings.min_rows),
                          note=split.note, selection=selection_digest(split))
 
 
@@ -201,6 +212,11 @@ def attack_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Transfor
     if record.output_hash != gate.anonymization_hash(anonymized):
         raise DataError("the transformation record does not describe this anonymized table (output hash "
                         "differs): materialize the anonymized asset again")
+    if spec.anonymization.method == "synthetic":  # the attacks of the synthetic release's audit
+        from .synthetic import synthetic_figures
+
+        return synthetic_figures(spec, anonymized, record, original, secrets=secrets, config=config,
+                                 attacks=attacks, cache=cache).attacks
     if record.attack_control is None or gate.SOURCE_ROW_COLUMN not in anonymized.columns:
         raise DataError("the table was anonymized without setting the attacks' control records aside: "
                         "materialize the anonymized asset again")
@@ -210,14 +226,9 @@ def attack_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Transfor
     if own and key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    split = control_split(spec, original)  # as the anonymization set them aside
-    assert split is not None  # policy.attacks is declared
+    split = verified_split(spec, record, original)
     done = record.attack_control
     withheld = ~np.asarray(split.released, dtype=bool)
-    if (split.source, int(withheld.sum()), len(split.control), len(original), selection_digest(split)) != (
-            done.source, done.rows_withheld, done.control_rows, done.rows_before, done.selection):
-        raise DataError(f"the control records re-derived from the partition ({split.note}) are not those the "
-                        f"anonymization set aside ({done.note}): the partition is not the one anonymized")
     positions = anonymized[gate.SOURCE_ROW_COLUMN].to_numpy(dtype=np.int64)
     if len(positions) and (positions.min() < 0 or positions.max() >= len(base) or withheld[positions].any()):
         raise DataError("the anonymized rows do not trace to released records of the partition: the partition "
@@ -246,6 +257,23 @@ def attack_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Transfor
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
     return run
+
+
+def verified_split(spec: ReleaseSpec, record: TransformationRecord, original: pd.DataFrame) -> ControlSplit:
+    """The control records re-derived from the partition ``original`` (:func:`control_split`),
+    checked to be those the anonymization set aside (``record.attack_control``). Raises
+    DataError when they are not, or when the record says none were set aside."""
+    done = record.attack_control
+    split = control_split(spec, original)
+    if done is None or split is None:
+        raise DataError("the table was anonymized without setting the control records aside: materialize the "
+                        "anonymized asset again")
+    withheld = ~np.asarray(split.released, dtype=bool)
+    if (split.source, int(withheld.sum()), len(split.control), len(original), selection_digest(split)) != (
+            done.source, done.rows_withheld, done.control_rows, done.rows_before, done.selection):
+        raise DataError(f"the control records re-derived from the partition ({split.note}) are not those the "
+                        f"anonymization set aside ({done.note}): the partition is not the one anonymized")
+    return split
 
 
 # ----- the checks -------------------------------------------------------------------------------
@@ -284,5 +312,5 @@ def attack_outcomes(spec: ReleaseSpec, run: AttackRun, names: set[str] | None = 
 
 
 __all__ = ["ATTACK_CHECKS", "CONTROL_PURPOSE", "AttackRun", "attack_columns", "attack_figures", "attack_outcomes",
-           "attacks_to_run", "clear_cache", "control_key", "control_section", "control_split", "declares_attacks",
-           "evidence_table", "mark_released", "selection_digest"]
+           "attacks_to_run", "clear_cache", "control_key", "control_settings", "control_section", "control_split", "declares_attacks",
+           "evidence_table", "mark_released", "selection_digest", "verified_split"]

@@ -20,6 +20,7 @@ from ..risk.exposure import small_classes
 from ..spec import ReleaseSpec
 from . import attacks as gate_attacks
 from . import gate
+from . import synthetic as gate_synthetic
 from .evaluation import CheckResult, Evaluation
 from .ledger import Ledger, dataset_hash
 
@@ -54,7 +55,9 @@ def evaluate(
 
     The attacks of ``policy.attacks`` run once per evaluation (cached by spec, output and
     partition hashes: :func:`~anon_dagster.release.attacks.attack_figures`); their figures are in
-    ``measures["attacks"]`` and in each attack check's ``details``.
+    ``measures["attacks"]`` and in each attack check's ``details``. A synthetic release's audit
+    (:func:`~anon_dagster.release.synthetic.synthetic_figures`) is in ``measures["synthetic"]``,
+    its attacks in ``measures["attacks"]``.
     """
     declared = declared_checks(spec)
     wanted = [d for d in declared if only is None or d.name in only]
@@ -64,8 +67,9 @@ def evaluate(
     classes = measured = None
     view = gate.publishable_view(anonymized)
     attack_names = {d.name for d in wanted if d.name in gate_attacks.ATTACK_CHECKS}
+    synthetic_names = {d.name for d in wanted if d.name in gate_synthetic.SYNTHETIC_CHECKS}
     risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract")
-                  and d.name not in attack_names}
+                  and d.name not in attack_names and d.name not in synthetic_names}
     if risk_names:
         try:
             population = gate.population_in_classes(spec, anonymized, record)
@@ -83,6 +87,17 @@ def evaluate(
         except Exception as exc:  # every check still gets a result: failed, saying why
             for d in wanted:
                 if d.name in risk_names:
+                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
+                                                  summary=f"could not be measured: {describe_error(exc)}")
+    if synthetic_names or (gate_synthetic.declares_synthetic(spec) and attack_names):
+        try:  # the synthetic release's audit; its attacks are what the attack checks judge
+            synthetic = gate_synthetic.synthetic_figures(spec, anonymized, record, original)
+            measures = {**measures, "synthetic": synthetic.to_dict(), "attacks": synthetic.attacks.to_dict()}
+            for outcome in gate_synthetic.synthetic_outcomes(spec, synthetic, synthetic_names):
+                results[outcome.name] = _result(outcome, declared)
+        except Exception as exc:  # every synthetic check still gets a result: failed, saying why
+            for d in wanted:
+                if d.name in synthetic_names:
                     results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
     if attack_names:

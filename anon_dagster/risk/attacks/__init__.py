@@ -46,7 +46,8 @@ def run_attacks(release: pd.DataFrame, originals: pd.DataFrame, control: pd.Data
                 columns: Sequence[str], secrets: Sequence[str] = (), record: TransformationRecord | None = None,
                 hierarchies: dict[str, Hierarchy] | None = None, persons: pd.Series | None = None,
                 control_persons: pd.Series | None = None, config: AttackConfig | None = None,
-                seed: int | None = None, attacks: Sequence[str] = ATTACKS) -> list[AttackResult]:
+                seed: int | None = None, attacks: Sequence[str] = ATTACKS,
+                synthetic: bool = False) -> list[AttackResult]:
     """Every attack of ``attacks`` on one release, in that order (inference once per secret).
 
     ``release``: the published rows; ``originals``: the same rows before anonymization, in the
@@ -56,13 +57,15 @@ def run_attacks(release: pd.DataFrame, originals: pd.DataFrame, control: pd.Data
     produced the release and the spec's hierarchies (None: the release publishes its values
     unchanged); ``persons``/``control_persons``: each row's person (a pseudonym linking rows;
     None: one person per row). ``seed`` defaults to the release's output hash (:func:`seed_of`).
+    ``synthetic``: ``release`` is a synthetic table made from ``originals`` (any number of them;
+    :func:`~.engine.prepare`).
     """
     unknown = [a for a in attacks if a not in ATTACKS]
     if unknown:
         raise ValueError(f"unknown attack {unknown[0]!r} (attacks: {', '.join(ATTACKS)})")
     setup = prepare(release, originals, control, columns=columns, secrets=secrets, record=record,
                     hierarchies=hierarchies, persons=persons, control_persons=control_persons,
-                    config=config, seed=seed)
+                    config=config, seed=seed, synthetic=synthetic)
     return attack(setup, attacks, secrets)
 
 

@@ -58,6 +58,9 @@ class AttackSetup:
     recoded: Recoded
     seed: int
     config: AttackConfig
+    # a synthetic release: its rows are nobody's, so a main target succeeds as a control target
+    # does (a predicate isolating one row, parts meeting at one row), with nobody to be the target
+    synthetic: bool = False
     _tuples: dict[tuple[str, ...], ReleaseTuples] = field(default_factory=dict)
     _sets: dict[tuple, CandidateSets] = field(default_factory=dict)
 
@@ -106,10 +109,14 @@ def prepare(release: pd.DataFrame, originals: pd.DataFrame, control: pd.DataFram
             columns: Sequence[str], secrets: Sequence[str] = (), record: TransformationRecord | None = None,
             hierarchies: dict[str, Hierarchy] | None = None, persons: pd.Series | None = None,
             control_persons: pd.Series | None = None, config: AttackConfig | None = None,
-            seed: int | None = None) -> AttackSetup:
-    """The setup of the attacks on ``release`` (see :func:`anon_dagster.risk.attacks.run_attacks`)."""
+            seed: int | None = None, synthetic: bool = False) -> AttackSetup:
+    """The setup of the attacks on ``release`` (see :func:`anon_dagster.risk.attacks.run_attacks`).
+
+    ``synthetic``: ``release`` is a synthetic table and ``originals`` the real records it was
+    made from (any number, one person each): the main targets are drawn from them as the control
+    targets are from theirs, and every attack scores both sides alike."""
     config = config or AttackConfig()
-    if len(originals) != len(release):
+    if not synthetic and len(originals) != len(release):
         raise DataError(f"{len(originals)} original records for {len(release)} released rows: they must "
                         "be the released rows before anonymization, in the same order")
     columns = list(columns)
@@ -126,14 +133,15 @@ def prepare(release: pd.DataFrame, originals: pd.DataFrame, control: pd.DataFram
                      else np.arange(len(release), dtype=np.int64))
     seed = seed if seed is not None else seed_of(record, release.reset_index(drop=True))
     base = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, zlib.crc32(b"targets")])
-    main = main_targets(originals.reset_index(drop=True), person_of_row, config.targets, base)
+    main = (main_targets(originals.reset_index(drop=True), person_of_row, config.targets, base) if not synthetic
+            else control_targets(originals.reset_index(drop=True), None, config.targets, base))
     ctrl = control_targets(control.reset_index(drop=True),
                            None if control_persons is None else pd.Series(control_persons).reset_index(drop=True),
                            config.targets, base)
     wanted = list(dict.fromkeys([*columns, *secrets]))
     both = pd.concat([main.records[wanted], ctrl.records[wanted]], ignore_index=True)
     recoded = recode_targets(coding, both, wanted)
-    return AttackSetup(coding, person_of_row, columns, main, ctrl, recoded, seed, config)
+    return AttackSetup(coding, person_of_row, columns, main, ctrl, recoded, seed, config, synthetic)
 
 
 @dataclass

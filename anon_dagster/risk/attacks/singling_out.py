@@ -31,6 +31,12 @@ A target's score is the share of its predicates that succeed:
   drawn row of the release, whoever it is) instead of the target's record, succeeding when they
   isolate the main target — guessing without knowing the target.
 
+On a synthetic release (``AttackSetup.synthetic``) the rows are nobody's: a main target (a
+person whose record the synthetic table was made from) succeeds as a control target does, when
+their predicate isolates exactly one synthetic row; the difference from the control rate is what
+the synthesis kept of its training records' rare combinations. The baseline is a random
+synthetic row's predicate isolating one row.
+
 Under k-anonymity (k ≥ 2) on the attacker's columns no such predicate isolates anybody: every
 main and control score is 0.
 """
@@ -114,7 +120,12 @@ def singling_out(setup: AttackSetup, mode: str = "multivariate",
             tuples = setup.tuples(subset)
             sets = setup.candidates(subset, idx, recoded, exact_only=True)
             count, only = isolated(tuples, sets.of_target, sets)
-            if main:
+            if main and setup.synthetic:  # nobody to be the target: isolating one synthetic row
+                total += count == 1
+                row = base_rng.integers(0, n_rows, len(idx)) if n_rows else np.zeros(0, np.int64)
+                assert base is not None
+                base += tuples.n_persons[tuples.row_tuple[row]] == 1
+            elif main:
                 total += (count == 1) & (only == persons[idx])
                 row = base_rng.integers(0, n_rows, len(idx)) if n_rows else np.zeros(0, np.int64)
                 tup = tuples.row_tuple[row]
