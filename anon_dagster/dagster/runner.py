@@ -6,45 +6,16 @@ that instance keeps its run storage and event log, is made owner-only before and
 (:func:`~anon_dagster.release.run_storage.private_dagster_home`).
 """
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dagster import DagsterInstance, Definitions, ExecuteInProcessResult
 
+from ..release.partition_outcome import PartitionOutcome
 from ..release.publication import kept_report
 from ..release.run_storage import private_dagster_home
 from ..spec import ReleaseSpec
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
-
-
-@dataclass
-class PartitionOutcome:
-    """What one run of a release partition did.
-
-    ``outcome`` is ``published``, ``refused`` (a check or the publication itself refused it:
-    ``failed_checks`` and ``reasons`` say why) or ``failed`` (a step failed before the release was
-    judged: ``failed_steps``). A refused run is not a successful one (``success`` is False).
-    """
-
-    release: str
-    partition: str | None
-    success: bool
-    rows_in: int | None = None
-    rows_published: int | None = None
-    failed_checks: list[str] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-    failed_steps: list[str] = field(default_factory=list)
-    # every check evaluation in its contract form (as `anon-dagster check --json`), by check name
-    checks: dict[str, dict] = field(default_factory=dict)
-    published: Path | None = None
-    report: Path | None = None
-    outcome: str = "failed"
-    evaluation: str | None = None  # the id of the evaluation the publication step judged
-
-    @property
-    def refused(self) -> bool:
-        return self.outcome == "refused"
 
 
 def release_partitions(spec: ReleaseSpec) -> list[str | None]:
@@ -92,22 +63,10 @@ def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str |
                 refusal = (list(listed.value) if listed is not None else [],
                            (evaluation.description or "").splitlines())
             continue
-        if "check" in evaluation.metadata:
-            out.checks[evaluation.check_name] = evaluation.metadata["check"].value
-        if not evaluation.passed:
-            out.failed_checks.append(evaluation.check_name)
-            if evaluation.description:
-                out.reasons.append(f"{evaluation.check_name}: {evaluation.description}")
-    if refusal is not None:  # the re-verification's failed checks, each reason once
-        listed, lines = refusal
-        known = {r.split(":", 1)[0] for r in out.reasons}
-        out.failed_checks += [c for c in listed if c not in out.failed_checks] or (
-            [] if out.failed_checks else [t.publication_check_name(spec)])
-        for line in lines:
-            name = line.split(":", 1)[0]
-            if name in listed and name in known:
-                continue
-            out.reasons.append(line if name in listed else f"{t.publication_check_name(spec)}: {line}")
+        contract = evaluation.metadata["check"].value if "check" in evaluation.metadata else None
+        out.add_check(evaluation.check_name, evaluation.passed, evaluation.description, contract)
+    if refusal is not None:
+        out.add_refusal(t.publication_check_name(spec), *refusal)
     for mat in (event.materialization for event in result.get_asset_materialization_events()):
         rows = int(mat.metadata["rows"].value) if "rows" in mat.metadata else None
         if mat.asset_key == t.asset_key(spec, "raw"):
@@ -120,8 +79,7 @@ def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str |
             out.outcome = "published"  # where the publication says it wrote
             out.published, out.report = Path(mat.metadata["path"].value), Path(mat.metadata["report"].value)
             out.rows_published = rows
-    if out.outcome == "failed" and out.failed_checks:
-        out.outcome = "refused"
-    if out.report is None:  # a refused release keeps the evaluation's report beside its record
-        out.report = kept_report(spec, reports_dir, partition)
-    return out
+    return out.finish(kept_report(spec, reports_dir, partition) if out.report is None else None)
+
+
+__all__ = ["PartitionOutcome", "materialize_release", "release_partitions"]
