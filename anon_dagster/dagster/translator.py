@@ -1,57 +1,35 @@
 """How a release spec becomes Dagster objects: one translator decides every attribute.
 
-Like dagster-dbt's ``DagsterDbtTranslator``: :class:`ReleaseTranslator` gives asset keys, group,
-descriptions, kinds, owners, tags, code versions, definition metadata, the check specs (names,
-descriptions and spec keys from the criteria registry; the ``publication`` and ``freshness``
-checks of the published asset), and the job, schedule and sensor names. Subclass it and override
-a method to change one convention; pass the instance to :func:`~anon_dagster.dagster.assets.build_release`,
-:func:`~anon_dagster.dagster.components.load_release_definitions`, the component
-(:meth:`AnonReleaseComponent.get_translator`) and the runner.
+Like dagster-dbt's ``DagsterDbtTranslator``: subclass :class:`ReleaseTranslator` and override a
+method to change one convention (asset keys, group, descriptions, kinds, owners, tags, code
+versions, metadata, check specs, job, schedule and sensor names); pass the instance to
+``build_release``, ``load_release_definitions``, the component and the runner. The words and
+kinds of each step are the core's (:mod:`anon_dagster.release.step_conventions`).
 """
 
 from __future__ import annotations
 
 import warnings
-from functools import cache
-from importlib import metadata as package_metadata
 from typing import Any
 
 from dagster import AssetCheckSpec, AssetKey, PartitionsDefinition
 
-from ..io import table_format
-from ..objectstore import is_remote
 from ..release.pipeline import DeclaredCheck, declared_checks
+from ..release.step_conventions import (
+    PUBLICATION_TEXT,
+    STEPS,
+    code_version,
+    freshness_text,
+    package_version,
+    step_description,
+    step_kinds,
+)
 from ..release.stored import at_rest_policy
 from ..spec import ReleaseSpec
 from .io_manager import AT_REST_KEY
 
-STEPS = ("raw", "pseudonymized", "anonymized", "published")
-
-_DESCRIPTIONS = {
-    "raw": "Rows of {release}'s source for the partition, checked against the spec.",
-    "pseudonymized": "Identifiers replaced by keyed pseudonyms (or dropped); still personal data.",
-    "anonymized": "Generalized and suppressed per the spec; its risk checks gate the publication.",
-    "published": ("The release file, written only if every blocking check of the partition passes "
-                  "(re-verified here, whatever the run selected); a refusal is materialized too, "
-                  "with outcome `refused` and its reasons, and fails the `publication` check."),
-}
-
 PUBLICATION_CHECK = "publication"
 FRESHNESS_CHECK = "freshness"
-
-_PUBLICATION_TEXT = ("Whether the partition was published: every check of the gate re-verified at publication "
-                     "time (composition against the ledger as it is then); fails with one line per failed check.")
-_FRESHNESS_TEXT = ("The latest publication of {release} is at most policy.review_after_days = {days} days old "
-                   "(from the ledger; refusals do not count).")
-
-
-@cache
-def package_version() -> str:
-    """The installed anon_dagster's version (``0`` when it is not installed as a package)."""
-    try:
-        return package_metadata.version("anon_dagster")
-    except package_metadata.PackageNotFoundError:
-        return "0"
 
 
 class ReleaseTranslator:
@@ -65,20 +43,10 @@ class ReleaseTranslator:
         return spec.release
 
     def description(self, spec: ReleaseSpec, step: str) -> str:
-        """The spec's ``description`` (when it has one), then what the step does."""
-        text = _DESCRIPTIONS[step].format(release=spec.release)
-        return f"{spec.description.strip()}\n\n{text}" if spec.description.strip() else text
+        return step_description(spec, step)
 
     def kinds(self, spec: ReleaseSpec, step: str) -> set[str]:
-        """``pandas`` and ``parquet`` (how the steps are kept); the source's format on raw, the
-        publication's format on published (``s3``, ``gcs``, ``azure`` for object storage)."""
-        if step == "published":
-            return {table_format(spec.publication.path), *_store_kind(spec.publication.path)}
-        if step == "raw" and spec.source.path is None:  # an asset of the project (source.asset)
-            return {"pandas"}
-        if step == "raw":
-            return {"pandas", spec.source.format or table_format(spec.source.path), *_store_kind(spec.source.path)}
-        return {"pandas", "parquet"}
+        return step_kinds(spec, step)
 
     def owners(self, spec: ReleaseSpec, step: str) -> list[str]:
         """The spec's ``owners`` (e-mail addresses or ``team:<name>``), on every step."""
@@ -89,9 +57,7 @@ class ReleaseTranslator:
         return dict(getattr(spec, "tags", None) or {})
 
     def code_version(self, spec: ReleaseSpec, step: str) -> str:
-        """The package version and the spec's hash (content and table hierarchies): a changed spec
-        or an upgrade shows every step as changed in Dagster."""
-        return f"{package_version()}-{spec.spec_hash()[:16]}"
+        return code_version(spec)
 
     def metadata(self, spec: ReleaseSpec, step: str) -> dict[str, Any]:
         """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step
@@ -133,7 +99,7 @@ class ReleaseTranslator:
         return PUBLICATION_CHECK
 
     def publication_check_description(self, spec: ReleaseSpec) -> str:
-        return _PUBLICATION_TEXT
+        return PUBLICATION_TEXT
 
     def publication_check_spec(self, spec: ReleaseSpec, partitions_def: PartitionsDefinition | None) -> AssetCheckSpec:
         """The blocking, partition-aware check on the published asset that holds the partition's
@@ -147,7 +113,7 @@ class ReleaseTranslator:
         return FRESHNESS_CHECK
 
     def freshness_check_description(self, spec: ReleaseSpec) -> str:
-        return _FRESHNESS_TEXT.format(release=spec.release, days=spec.policy.review_after_days)
+        return freshness_text(spec)
 
     def freshness_check_spec(self, spec: ReleaseSpec) -> AssetCheckSpec:
         """The check on the published asset judging the latest publication's age (not blocking,
@@ -166,14 +132,6 @@ class ReleaseTranslator:
 
     def freshness_sensor_name(self, spec: ReleaseSpec) -> str:
         return f"{spec.release}_freshness_sensor"
-
-
-def _store_kind(path: str) -> set[str]:
-    """The kind of an object store (``s3``, ``gcs``, ``azure``) a path is on; none for a local path."""
-    if not is_remote(path):
-        return set()
-    scheme = path.split(":", 1)[0].lower()
-    return {"s3": {"s3"}, "gs": {"gcs"}, "gcs": {"gcs"}}.get(scheme, {"azure"})
 
 
 class _partition_aware_checks(warnings.catch_warnings):

@@ -1,0 +1,36 @@
+"""The words, kinds and code version of a release's steps."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from anon_dagster.release.step_conventions import (
+    code_version,
+    package_version,
+    step_description,
+    step_kinds,
+    store_kind,
+)
+
+
+def release(source: str | None = "data/visits.csv", publication: str = "out/{release}.parquet", description=""):
+    return SimpleNamespace(release="visits", description=description,
+                           source=SimpleNamespace(path=source, format=None),
+                           publication=SimpleNamespace(path=publication), spec_hash=lambda: "ab" * 32)
+
+
+def test_kinds_say_how_each_step_is_kept():
+    assert step_kinds(release(), "raw") == {"pandas", "csv"}
+    assert step_kinds(release(source=None), "raw") == {"pandas"}
+    assert step_kinds(release(), "anonymized") == {"pandas", "parquet"}
+    assert step_kinds(release(publication="s3://bucket/{release}.parquet"), "published") == {"parquet", "s3"}
+    assert [store_kind(p) for p in ("gs://b/x", "az://c/x", "x.csv")] == [{"gcs"}, {"azure"}, set()]
+
+
+def test_a_description_leads_with_the_specs_own():
+    assert step_description(release(), "raw") == "Rows of visits's source for the partition, checked against the spec."
+    assert step_description(release(description="  Clinic visits \n"), "raw").startswith("Clinic visits\n\nRows of")
+
+
+def test_the_code_version_is_the_package_and_the_spec_hash():
+    assert code_version(release()) == f"{package_version()}-{'ab' * 8}"
