@@ -27,6 +27,7 @@ from dagster import (
     serialize_value,
 )
 
+from ..objectstore import ObjectPath
 from ..release.evaluation import CheckResult, Evaluation, EvidenceTable
 from ..release.report.markdown import md_text
 from ..release.shown_values import DIGITS, figure, measured_value, record_summary, rounded
@@ -54,7 +55,7 @@ def metadata_value(value: Any) -> Any:
     None as they are (Dagster types them)."""
     if isinstance(value, EvidenceTable):
         return _table(value)
-    if isinstance(value, Path):
+    if isinstance(value, Path | ObjectPath):  # an object-storage location is a path by its URI
         return MetadataValue.path(str(value))
     if isinstance(value, Mapping | list):
         return MetadataValue.json(rounded(value))
