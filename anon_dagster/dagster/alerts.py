@@ -1,14 +1,6 @@
-"""Telling someone that a publication was refused, the Dagster side: the webhook resource.
-
-The refusal itself (:class:`Refusal`: no value of the data, no path of this machine) and its post
-are the core's (:mod:`anon_dagster.release.alerts`, re-exported here). It is what the published
-asset's materialization carries (``refusal``), what :class:`RefusalAlertResource` posts, and what
-:func:`~anon_dagster.dagster.sensors.refusal_sensor` hands to user code.
-
-:class:`RefusalAlertResource` posts the refusal as JSON to a webhook when the published step
-refuses. Its URL is configured by reference (``EnvVar``): Dagster shows the variable's name, never
-the URL, which often holds a token. Delivery is best effort: a timeout, a refused connection or
-an error status is one warning in the run's log, and the step's outcome stays the refusal.
+"""The refusal alert, the Dagster side: :class:`RefusalAlertResource` posts each refusal of a
+publication to a webhook configured by reference (``EnvVar``: Dagster shows the variable's name,
+never the URL). The refusal and its post are the core's (:mod:`anon_dagster.release.alerts`).
 """
 
 from __future__ import annotations

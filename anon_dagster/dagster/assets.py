@@ -1,25 +1,12 @@
 """From a release spec to Dagster definitions: assets, checks, job, schedule and sensors.
 
-For a release ``r`` the group ``r`` holds (names from the :class:`ReleaseTranslator`)::
-
-    r/raw ──► r/pseudonymized ──► r/anonymized ──► r/published ◄─┐ (ordered releases: the
-                                   │                 │   └────────┘  partition before)
-                                   │                 ├─ publication (blocking): the outcome
-                                   │                 └─ freshness: the latest publication's age
-                                   └─ one check per declared check (criteria registry)
-
-Each body is a few lines calling the core (:mod:`anon_dagster.release.pipeline`,
-:mod:`~anon_dagster.release.stored`, :mod:`~anon_dagster.release.publication`), which decides
-everything; this module only moves values between Dagster and the core. Every check of the
-anonymized asset is partition-aware and always yields a result (ERROR severity, WARN for a
-utility query marked ``severity: warn``). ``r/published`` always runs: it evaluates the gate
-again itself, publishes only a passing evaluation, and materializes its outcome either way
-(``outcome: published`` with the figures, or ``outcome: refused`` with the reasons); its
-blocking ``publication`` check passes or fails with it. A run that selects only it cannot
-publish what the checks refused, and a refusal never leaves a partition without an outcome.
-Partitions of one population are published in order (:mod:`.ordering`).
+For a release ``r`` the group ``r`` holds ``r/raw -> r/pseudonymized -> r/anonymized ->
+r/published`` (names from the :class:`ReleaseTranslator`): one partition-aware check per declared
+check on the anonymized asset, and the blocking ``publication`` check and the ``freshness`` check
+on the published one. Each body calls the core (:mod:`anon_dagster.release.pipeline`,
+:mod:`~anon_dagster.release.publish_step`), which decides everything; this module only moves
+values between Dagster and the core. See docs/dagster.md.
 """
-
 
 import warnings
 from dataclasses import dataclass, field

@@ -1,13 +1,6 @@
-"""Dagster resources: the key store, configured only by reference, the publication ledger and the
-execution engine.
-
-The key store's settings say *where* the store and its passphrase come from, as
-:class:`dagster.EnvVar` references: Dagster keeps and shows only the variables' names, and the
-secret values never enter config, metadata, logs or the event log.
-
-The engine (:class:`EngineResource`) is the deployment's choice, never the spec's: pandas by
-default, Spark for the largest tables (:mod:`anon_dagster.engine`).
-"""
+"""Dagster resources: the key store (configured only by reference, :class:`dagster.EnvVar`: the
+secret values never enter config, metadata or logs), the publication ledger and the execution
+engine (the deployment's choice: :mod:`anon_dagster.engine`)."""
 
 import os
 from typing import TYPE_CHECKING, Any
@@ -64,13 +57,8 @@ def keystore_from_env() -> KeyStoreResource:
 
 
 class LedgerResource(ConfigurableResource):
-    """The publication ledger (SQLite): ``path``, else ``$ANON_DAGSTER_LEDGER``, else under
-    ``$DAGSTER_HOME`` (see :func:`anon_dagster.release.default_ledger_path`).
-
-    The ledger must exist (``anon-dagster ledger init``): a missing, damaged or tampered ledger
-    fails the step with one error naming the file. Its integrity key and anchor come from the
-    key store the step opened (:meth:`open`'s ``keystore``).
-    """
+    """The publication ledger: ``path``, else ``$ANON_DAGSTER_LEDGER``, else under ``$DAGSTER_HOME``
+    (:func:`anon_dagster.release.default_ledger_path`); it must exist (``anon-dagster ledger init``)."""
 
     path: str | None = None
 
@@ -82,15 +70,8 @@ class LedgerResource(ConfigurableResource):
 
 
 class EngineResource(ConfigurableResource):
-    """Where the releases' rows are processed: ``engine`` ``pandas`` (the default) or ``spark``.
-
-    With ``spark``: ``spark_master`` (``local[2]`` by default) when the engine starts its own
-    session, ``max_driver_cells`` (the largest frequency table the driver reads) and
-    ``scratch_dir`` (where Spark writes the frequency tables the driver reads: on a cluster, a
-    folder both see). A session the deployment already has (dagster-pyspark's ``PySparkResource``,
-    optional) is handed to :meth:`open`; the engine never stops a session it did not start. The
-    spec stays the privacy contract: the same spec gives the same verdicts on every engine.
-    """
+    """Where the releases' rows are processed: ``engine`` ``pandas`` (the default) or ``spark``
+    (``spark_master``, ``max_driver_cells``, ``scratch_dir``: docs/scale.md)."""
 
     engine: str = "pandas"
     spark_master: str = "local[2]"
