@@ -15,7 +15,8 @@ The workflow (docs/governance.md):
 
 Modules: :mod:`.binding` (code version, runner, subject), :mod:`.records` (the ledger's
 governance events), :mod:`.custody` (the custody log), :mod:`.decisions` (approve, reject),
-:mod:`.admission` (the publication's approval step).
+:mod:`.admission` (the publication's approval step), :mod:`.requests` (the partitions an approval
+made due, for a sensor).
 """
 
 from .admission import OUTCOME, AwaitingApproval, admit, approve_command
