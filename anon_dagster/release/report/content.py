@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...criteria import ATTACK_CRITERIA, EVIDENCE_MARGIN
+from ...criteria import ATTACK_CRITERIA, EVIDENCE_MARGIN, SYNTHETIC_CRITERIA
 from .inputs import risk_distribution
 from .values import canonical, format_value
 
@@ -259,6 +259,45 @@ def attack_rows(section: Mapping[str, Any]) -> list[list[Any]]:
              "yes" if r["complete"] else f"no: {r['cut']}"] for r in section["results"]]
 
 
+SYNTHETIC_HEADER = ["figure", "train", "control", "value", "definition"]
+
+
+def synthetic_section(figures: Mapping[str, Any], checks: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The report's Synthetic data section from the audit's figures (``SyntheticRun.to_dict()``)
+    and the checks: one row per criterion of ``policy.synthetic`` (train and control sides, the
+    judged figure, its definition), the sizes compared and each check's verdict. Rates and counts
+    only: never a synthetic or a real row."""
+    sides = {"copy_rate_gap": (figures.get("copy_rate_train"), figures.get("copy_rate_control")),
+             "closer_to_train_gap": (figures.get("closer_to_train"),
+                                     None if figures.get("closer_to_train") is None
+                                     else 1.0 - float(figures["closer_to_train"])),
+             "mia_auc": (None, None)}
+    rows = [{"key": c.key, "label": c.label, "train": sides.get(c.key, (None, None))[0],
+             "control": sides.get(c.key, (None, None))[1], "value": figures.get(c.measured_key),
+             "definition": c.definition} for c in SYNTHETIC_CRITERIA.values()]
+    names = {c.check_name for c in SYNTHETIC_CRITERIA.values()}
+    verdicts = [{"name": c["name"], "passed": bool(c["passed"]), "severity": c.get("severity", "error"),
+                 "value": c.get("value"), "threshold": c.get("threshold"), "summary": c.get("summary")}
+                for c in checks if c["name"] in names]
+    sizes = dict(figures.get("rows") or {})
+    control = dict(figures.get("control") or {})
+    return {
+        "rows": rows, "sizes": sizes, "columns": list(figures.get("columns") or []), "checks": verdicts,
+        "note": (f"{sizes.get('synthetic')} synthetic rows made from {sizes.get('train')} records (train); "
+                 f"{control.get('rows_withheld', sizes.get('control'))} records were withheld before the synthesis "
+                 f"as control records, which it never saw. The closest records were measured for "
+                 f"{sizes.get('synthetic_compared')} synthetic rows against {sizes.get('compared')} train and as "
+                 "many control records, the membership attacker scored that many of each. Every figure compares "
+                 "what the synthetic table keeps of its train records with what it shows of people it never "
+                 "saw: a gap near 0 and an AUC near 0.5 say it learnt the population, not its people."),
+    }
+
+
+def synthetic_rows(section: Mapping[str, Any]) -> list[list[Any]]:
+    """The rows of the Synthetic data table, as :data:`SYNTHETIC_HEADER` names them."""
+    return [[r["label"], r["train"], r["control"], r["value"], r["definition"]] for r in section["rows"]]
+
+
 def _public_name(location: str | None) -> str | None:
     """What a report may say of where a file is: an object-storage URI as is (the public
     location), a local path only by its file name (the publisher's folders are not the reader's)."""
@@ -330,6 +369,10 @@ def build_report(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if inputs.get("attacks"):
         # only with policy.attacks: reports evaluated without them rebuild as they were
         report["measures"]["attacks"] = attacks_section(inputs["attacks"], checks)
+    synthetic = (inputs.get("measures") or {}).get("synthetic")
+    if isinstance(synthetic, Mapping):
+        # only for a synthetic release: other reports rebuild as they were
+        report["measures"]["synthetic"] = synthetic_section(synthetic, checks)
     if inputs.get("approval"):
         # only with approval.required: reports of releases without it rebuild as they were
         report["verdict"]["approval"] = inputs["approval"]

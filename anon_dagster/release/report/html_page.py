@@ -8,11 +8,13 @@ from typing import Any
 
 from .content import (
     ATTACK_HEADER,
+    SYNTHETIC_HEADER,
     _frontier_note,
     _frontier_rows,
     attack_rows,
     headline_text,
     population_uniqueness_table,
+    synthetic_rows,
 )
 from .svg import svg_bars, svg_frontier
 from .values import format_value
@@ -142,6 +144,15 @@ def render_html(report: Mapping[str, Any]) -> str:
                 f'<li><b>{e(c["name"])}</b> (<span class="{"ok" if c["passed"] else "bad"}">'
                 f'{"passed" if c["passed"] else "FAILED"}</span>): {e(format_value(c["summary"]))}</li>'
                 for c in attacks["checks"]) + "</ul>")
+    synthetic = meas.get("synthetic")
+    if synthetic:
+        parts.append(f"<h3>Synthetic data</h3><p>{e(synthetic['note'])}</p>")
+        parts.append(_html_table(SYNTHETIC_HEADER, synthetic_rows(synthetic)))
+        if synthetic["checks"]:
+            parts.append("<ul>" + "".join(
+                f'<li><b>{e(c["name"])}</b> (<span class="{"ok" if c["passed"] else "bad"}">'
+                f'{"passed" if c["passed"] else "FAILED"}</span>): {e(format_value(c["summary"]))}</li>'
+                for c in synthetic["checks"]) + "</ul>")
     parts += [
         "<h2>4. Verdict and expiry</h2>",
         "<table><tr><th>check</th><th>passed</th><th>severity</th><th>value</th><th>threshold</th><th>summary</th></tr>",

@@ -7,11 +7,13 @@ from typing import Any
 
 from .content import (
     ATTACK_HEADER,
+    SYNTHETIC_HEADER,
     _frontier_note,
     _frontier_rows,
     attack_rows,
     headline_text,
     population_uniqueness_table,
+    synthetic_rows,
 )
 from .values import format_value
 
@@ -125,6 +127,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         out += [md_text(attacks["note"]), ""]
         out += [f"- **{c['name']}** ({'passed' if c['passed'] else 'FAILED'}): {md_text(c['summary'])}"
                 for c in attacks["checks"]] + ([""] if attacks["checks"] else [])
+    synthetic = meas.get("synthetic")
+    if synthetic:
+        out += ["**Synthetic data**", "", md_text(synthetic["note"]), ""]
+        out += _md_table(SYNTHETIC_HEADER, synthetic_rows(synthetic)) + [""]
+        out += [f"- **{c['name']}** ({'passed' if c['passed'] else 'FAILED'}): {md_text(c['summary'])}"
+                for c in synthetic["checks"]] + ([""] if synthetic["checks"] else [])
     out += ["## 4. Verdict and expiry", ""]
     out += _md_table(["check", "passed", "severity", "value", "threshold"],
                      [[c["name"], "yes" if c["passed"] else "NO", c.get("severity"), c.get("value"), c.get("threshold")] for c in verdict["checks"]])
