@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install -e '.[dev]' 2>&1 | { grep --line-buffered -E '^(Collecting|Installing|Successfully|ERROR)' || true; } || \
 	  { echo "installing anon_dagster failed: '$(PY) -m pip install -e .[dev]' shows why"; exit 1; }
+	@# (the DuckDB IO manager's pandas handler, without its pandas<3 pin: see pyproject.toml)
+	$(PY) -m pip install --quiet --no-deps 'dagster-duckdb-pandas>=0.29,<0.30'
 	@echo "== $(VENV) ready"
 	touch $(STAMP)
 
