@@ -12,6 +12,7 @@ release             what is published
 raw                 the records as they are
 global k=10         optimal global recoding with ARX's hierarchies, k = 10, 5 % suppression
 mondrian k=5        Mondrian's multidimensional partitioning, k = 5
+cart synthetic      sequential CART synthesis of the half (synthpop's method, leaf 5)
 ==================  ==============================================================
 
 Per release and attack (:mod:`anon_dagster.risk.attacks`): the success rate against people in
@@ -23,6 +24,11 @@ quasi-identifiers leave several people per combination); global recoding at k = 
 residuals near 0; Mondrian at k = 5 leaves a clearly higher residual inference on salary class
 than global k = 10 (its classes are smaller, so a target's own record weighs more in its class's
 most frequent salary).
+
+On the synthetic rung the attacks run with the released half as the main targets, scored as the
+control targets are (nobody in a synthetic table is the target: :mod:`anon_dagster.risk.attacks`),
+and the rung also reports the synthetic audit (:mod:`anon_dagster.risk.synthetic_audit`: exact-copy
+rate gap, closer-to-train gap, membership-inference AUC).
 
 ``main(...)`` returns every figure as a dict, so tests and notebooks can use them.
 """
@@ -41,13 +47,15 @@ import pandas as pd
 
 from anon_dagster.anonymize import anonymize
 from anon_dagster.risk.attacks import AttackConfig, run_attacks
+from anon_dagster.risk.synthetic_audit import audit
 from anon_dagster.spec import spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
 SECRETS = ["occupation", "salary-class"]
 ATTACKS = ("singling_out_multivariate", "linkability", "inference")
-RELEASES = (("raw", "none", 1), ("global k=10", "global", 10), ("mondrian k=5", "mondrian", 5))
+RELEASES = (("raw", "none", 1), ("global k=10", "global", 10), ("mondrian k=5", "mondrian", 5),
+            ("cart synthetic", "synthetic", 5))
 DEFAULT_SEED = 2024
 
 
@@ -72,7 +80,9 @@ def adult_spec(folder: Path, method: str, k: int):
             columns[name] = {"role": "sensitive"}
     return spec_from_dict({
         "release": "adult", "source": {"path": str(folder / "adult.csv"), "separator": ";"}, "columns": columns,
-        "anonymization": {"method": method, "k": k, "max_suppression": 0.05, "utility": "loss"},
+        "anonymization": ({"method": method, "k": k, "max_suppression": 0.05, "utility": "loss"}
+                          if method != "synthetic" else {"method": method, "synthetic": {"min_samples_leaf": k}}),
+        "policy": {"synthetic": {"copy_rate_gap": 0.02}} if method == "synthetic" else {},
         "publication": {"path": "out/{release}.csv"},
     })
 
@@ -91,22 +101,30 @@ def rung(name: str, method: str, k: int, released: pd.DataFrame, control: pd.Dat
          targets: int | None) -> dict[str, Any]:
     """The attacks on one release of ``released``: per attack, main, control, residual and interval."""
     t0 = time.perf_counter()
+    synthetic = method == "synthetic"
+    extra: dict[str, Any] = {}
     if method == "none":
         published, originals, record, hierarchies = released, released, None, None
+    elif synthetic:  # the synthetic rows are nobody's: the released half are the main targets
+        published = anonymize(released, adult_spec(folder, method, k)).data
+        originals, record, hierarchies = released, None, None
+        extra["audit"] = {key: value for key, value in audit(published, released, control).figures().items()
+                          if key in ("copy_rate_gap", "closer_to_train_gap", "mia_auc")}
     else:
         spec = adult_spec(folder, method, k)
         result = anonymize(released, spec)
         published, record, hierarchies = result.data, result.record, spec.hierarchies
         originals = released.loc[result.data.index]
     results = run_attacks(published, originals, control, columns=QIS, secrets=SECRETS, record=record,
-                          hierarchies=hierarchies, config=AttackConfig(targets=targets), attacks=ATTACKS)
+                          hierarchies=hierarchies, config=AttackConfig(targets=targets), attacks=ATTACKS,
+                          synthetic=synthetic)
     attacks = {}
     for r in results:
         attacks[r.name] = {"main": r.main.value, "control": r.control.value, "baseline": r.baseline.value,
                            "residual": r.residual, "low": r.residual_low, "high": r.residual_high,
                            "targets": [r.main.n, r.control.n]}
     return {"release": name, "rows": len(published), "seconds": round(time.perf_counter() - t0, 2),
-            "attacks": attacks}
+            "attacks": attacks, **extra}
 
 
 def main(rows: int | None = None, seed: int = DEFAULT_SEED, targets: int | None = None,
@@ -120,21 +138,23 @@ def main(rows: int | None = None, seed: int = DEFAULT_SEED, targets: int | None 
     if verbose:
         print(f"Adult: {len(released):,} records released, {len(control):,} control records (never released).")
         print(f"The attacker knows: {', '.join(QIS)}; secrets: {', '.join(SECRETS)}.\n")
-        header = f"{'release':<14}{'attack':<28}{'main':>7}{'control':>9}{'residual':>10}  95% interval"
+        header = f"{'release':<16}{'attack':<28}{'main':>7}{'control':>9}{'residual':>10}  95% interval"
         print(header)
         print("-" * len(header))
         for step in ladder:
             for attack, f in step["attacks"].items():
                 label = attack.replace("singling_out_multivariate", "singling out")
-                print(f"{step['release']:<14}{label:<28}{f['main']:>7.3f}{f['control']:>9.3f}{f['residual']:>10.3f}"
+                print(f"{step['release']:<16}{label:<28}{f['main']:>7.3f}{f['control']:>9.3f}{f['residual']:>10.3f}"
                       f"  [{f['low']:.3f}, {f['high']:.3f}]")
-            print(f"{'':<14}({step['rows']:,} rows published, {step['seconds']:.1f} s)")
+            print(f"{'':<16}({step['rows']:,} rows published, {step['seconds']:.1f} s)")
+            if "audit" in step:
+                print(f"{'':<16}audit: " + ", ".join(f"{k} {v:.3f}" for k, v in step["audit"].items()))
     return out
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Singling out, linkability and inference on Adult: raw, "
-                                            "global recoding k=10, Mondrian k=5.")
+                                            "global recoding k=10, Mondrian k=5, CART synthesis.")
     p.add_argument("--rows", type=int, help="draw this many records of Adult first (default: all)")
     p.add_argument("--targets", type=int, help="main and control targets each (default: every person)")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the split's seed (default {DEFAULT_SEED})")

@@ -31,7 +31,7 @@ def ladder(adult_dir):
 def test_the_ladder_splits_adult_in_halves_and_attacks_everybody(ladder):
     steps, figures = ladder
     assert figures["released"] == figures["control"] == 1500
-    assert list(steps) == ["raw", "global k=10", "mondrian k=5"]
+    assert list(steps) == ["raw", "global k=10", "mondrian k=5", "cart synthetic"]
     for attacks in steps.values():
         assert list(attacks) == ["singling_out_multivariate", "linkability", "inference[occupation]",
                                  "inference[salary-class]"]
@@ -65,3 +65,14 @@ def test_mondrian_at_k_5_leaves_clearly_more_salary_inference_than_global_at_k_1
     assert mondrian["residual"] > glob["residual"] + 0.1
     assert mondrian["low"] > 0
     assert steps["mondrian k=5"]["singling_out_multivariate"]["main"] == 0.0
+
+
+def test_the_cart_synthesis_keeps_less_than_the_raw_release_and_more_than_global_recoding(ladder):
+    steps, figures = ladder
+    synthetic, raw = steps["cart synthetic"], steps["raw"]
+    for name in ("singling_out_multivariate", "inference[occupation]"):
+        assert synthetic[name]["residual"] < raw[name]["residual"]
+    assert synthetic["inference[occupation]"]["residual"] > steps["global k=10"]["inference[occupation]"]["residual"]
+    audit = next(step["audit"] for step in figures["ladder"] if step["release"] == "cart synthetic")
+    assert set(audit) == {"copy_rate_gap", "closer_to_train_gap", "mia_auc"}
+    assert 0.0 < audit["copy_rate_gap"] < 1.0 and 0.5 < audit["mia_auc"] < 1.0
