@@ -67,8 +67,10 @@ def test_an_encrypted_table_round_trips_owner_only_in_private_folders(tmp_path):
     path = store.write(NAME, "2024", frame(), KEY)
     assert path == base / "clinic" / "raw" / "2024.parquet.enc"
     blob = path.read_bytes()
-    assert blob.startswith(b"ANONENC1") and b"P-00017" not in blob and b"PAR1" not in blob
+    assert blob.startswith(b"ANONENC2") and b"P-00017" not in blob and b"PAR1" not in blob
     assert sorted(p.name for p in path.parent.iterdir()) == ["2024.parquet.enc"]  # no temporary left
+    key_files = list(store.key_folder(NAME, "2024").iterdir())
+    assert [f.name for f in key_files] == [f"{blob[8:24].hex()}.key"] and mode(key_files[0]) == 0o600
     assert mode(path) == 0o600
     assert [mode(f) for f in (base, base / "clinic", base / "clinic" / "raw")] == [0o700] * 3
     pd.testing.assert_frame_equal(store.read(NAME, "2024", lambda: KEY), frame())
