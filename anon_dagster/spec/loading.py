@@ -26,6 +26,7 @@ from .columns import column_problems
 from .models import ReleaseSpec
 from .policy import attacks_message, policy_problems, threshold_message
 from .project import source_problems, table_problems
+from .retention import retention_message, retention_problems
 
 
 def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
@@ -39,6 +40,8 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
             special = attacks_message(loc, err)
         if special is None:
             special = approval_message(loc, err)
+        if special is None:
+            special = retention_message(loc, err)
         if special is not None:
             message = special
         elif err["type"] == "extra_forbidden":
@@ -88,6 +91,8 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
     for key, msg in policy_problems(spec):
         add(key, msg)
     for key, msg in approval_problems(spec.approval):
+        add(key, msg)
+    for key, msg in retention_problems(spec.retention):
         add(key, msg)
     names = set()
     for i, q in enumerate(spec.utility_queries):

@@ -24,6 +24,7 @@ from ..objectstore import ObjectPath, is_remote
 from .approval import ApprovalSpec
 from .columns import ColumnSpec, Integer, Number, TableSpec, _Model, build_hierarchy
 from .policy import PolicySpec
+from .retention import RetentionSpec
 from .synthetic import SyntheticSpec
 
 
@@ -190,6 +191,7 @@ class ReleaseSpec(_Model):
     composition: CompositionSpec | None = None
     publication: PublicationSpec
     approval: ApprovalSpec | None = None  # who approves a passing evaluation before it is published
+    retention: RetentionSpec | None = None  # how long stored intermediate tables are kept
 
     # set by load_spec: the file and folder paths resolve against
     spec_path: Path | None = Field(default=None, exclude=True)
@@ -200,6 +202,8 @@ class ReleaseSpec(_Model):
         out = handler(self)
         if isinstance(out, dict) and out.get("approval") is None:
             out.pop("approval", None)
+        if isinstance(out, dict) and out.get("retention") is None:
+            out.pop("retention", None)
         return out
 
     # ----- derived views -------------------------------------------------------------------
@@ -292,8 +296,9 @@ class ReleaseSpec(_Model):
     def spec_hash(self) -> str:
         """SHA-256 of the spec's content (keys sorted), plus the content of its table hierarchies.
 
-        ``owners`` and ``tags`` are left out: they say who answers for a release, not what it publishes."""
-        payload = self.model_dump(mode="json", exclude={"spec_path", "owners", "tags"})
+        ``owners`` and ``tags`` are left out: they say who answers for a release, not what it publishes;
+        so is ``retention``: how long intermediates are kept changes nothing published (nor voids an approval)."""
+        payload = self.model_dump(mode="json", exclude={"spec_path", "owners", "tags", "retention"})
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode())
         for name in sorted(self.columns):
             h = self.columns[name].hierarchy
