@@ -16,10 +16,9 @@ from .spark_session import SparkDriver
 def check_supported(spec: Any) -> None:
     """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
     an = spec.anonymization
-    if an.method in ("mondrian", "microaggregation"):
-        name = "Mondrian" if an.method == "mondrian" else "microaggregation (MDAV)"
-        raise UnsupportedOnEngine(f"anonymization.method: {an.method} ({name})",
-                                  hint="use method: global (optimal global recoding) or --engine pandas")
+    if an.method == "microaggregation":
+        raise UnsupportedOnEngine("anonymization.method: microaggregation (MDAV)",
+                                  hint="use method: global or mondrian, or --engine pandas")
     if an.suppression == "cells":
         raise UnsupportedOnEngine("anonymization.suppression: cells (cell suppression)",
                                   hint="use suppression: rows or --engine pandas")

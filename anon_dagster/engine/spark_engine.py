@@ -11,6 +11,8 @@ The rows stay on Spark. Each step that needs to look at them asks Spark for a fr
 - **anonymize** (global recoding): the lattice search on the driver over the bottom frequency
   table (:meth:`~anon_dagster.anonymize.lattice.Lattice.from_frequencies`), the chosen node
   applied by Spark with broadcast label maps, the failing classes suppressed by an anti-join;
+  (Mondrian) each partition-key part cut on an executor by the project's Mondrian with the whole
+  table's layout, the parts' cuts joined on the driver into the record (:mod:`.spark_mondrian`);
 - **evaluate**: every risk figure from the published frequency table
   (:func:`~anon_dagster.risk.frequencies.measure_frequencies`), utility queries from two frequency
   tables, the composition from the persons' classes, the data contract by Spark SQL
@@ -19,11 +21,11 @@ The rows stay on Spark. Each step that needs to look at them asks Spark for a fr
 The engine's modules, one job each: :mod:`.spark_session` (the session, the scratch folder, the
 driver's reads), :mod:`.spark_ingest` (ingest and pseudonymize), :mod:`.spark_anonymize` (the
 anonymize step: what is supported, the method, an unreachable policy), :mod:`.spark_recoding`
-(global recoding applied), :mod:`.spark_record` (the transformation record), :mod:`.spark_gate`
+(global recoding applied), :mod:`.spark_mondrian` (Mondrian per part), :mod:`.spark_record` (the transformation record), :mod:`.spark_gate`
 (the measurement and the checks), :mod:`.spark_results` (what each step hands to the next).
 
 What is not supported yet is refused up front with one line (:func:`check_supported`):
-Mondrian, microaggregation, PRAM, cell suppression, differential privacy, a utility query as the
+microaggregation, PRAM, cell suppression, differential privacy, a utility query as the
 search's metric, tokens, k per person (pseudonyms that link a person's rows), the release's
 attacks, csv sources and sources on object storage. docs/scale.md says what is exact, what the
 driver holds and what is left.

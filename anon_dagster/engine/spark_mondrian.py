@@ -1,0 +1,314 @@
+"""Mondrian on Spark: Spark aggregates, the project's Mondrian decides, Spark applies.
+
+Mondrian cuts each partition-key part on its own, so the parts run apart give what one run over
+the table gives, provided each is judged as in that run: with the *whole table's* layout of every
+QI (its distinct values, their ranks and normalizing range, :func:`~anon_dagster.anonymize.mondrian.qi_dim`),
+its sensitive values coded over the whole table, and the whole table's t-closeness reference and
+parts set aside (:func:`~anon_dagster.anonymize.mondrian.part_evaluation`). The driver builds
+those from frequency tables; then
+
+- with partition keys, each part runs on an executor (``groupBy(part).applyInPandas``) through
+  :func:`~anon_dagster.anonymize.mondrian.cut_parts`, labels its rows and sends back its cuts;
+- without, the table is one part and runs on the driver, from its frequency table over the QIs
+  and sensitive attributes expanded to rows, when those rows fit the driver's budget
+  (``max_driver_cells``); a larger table is refused naming its size. The labels are applied by
+  Spark with a broadcast join on the QI values (rows of equal QI values share a class).
+
+The driver concatenates the parts' cuts depth by depth (:meth:`~anon_dagster.anonymize.mondrian_cuts.MondrianCuts.concat`)
+and builds the labels, boxes, cut tree and figures with the pandas engine's code
+(:func:`~anon_dagster.anonymize.mondrian_labels.finish`, :func:`~anon_dagster.anonymize.mondrian_method.mondrian_info`).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..errors import DataError
+from .spark_frames import COUNT_COLUMN, DriverLimit, arrow_values, lookup_frame, null_safe
+from .spark_record import record_only, spark_record
+from .spark_results import SparkAnonymized, SparkPseudonymized
+from .spark_session import SparkDriver
+
+PART_COLUMN = "__part"
+CUTS_COLUMN = "__mondrian"
+
+
+def domain_codes(domain: pd.Series, values: pd.Series) -> np.ndarray:
+    """Each of ``values``' position in ``domain`` (a column's distinct values), coded as the
+    project codes a column (:func:`~anon_dagster.anonymize.coding.factorize`: missing is a value)."""
+    from ..anonymize.coding import factorize
+
+    both = pd.concat([domain.reset_index(drop=True), values.reset_index(drop=True)], ignore_index=True)
+    return factorize(both)[0][len(domain):]
+
+
+@dataclass
+class Layout:
+    """What every part is judged with: the whole table's QI dimensions (with the distinct values
+    they are built from), the sensitive attributes coded over the whole table (with their
+    distinct values and each one's code), the policy and the t-closeness reference."""
+
+    gen: list[str]
+    domains: list[pd.Series]
+    dims: list[Any]
+    sens: list[str]
+    sens_domains: list[pd.Series]
+    sens_codes: list[np.ndarray]
+    attributes: list[Any]
+    policy: Any
+    reference: list[np.ndarray]
+
+    def cut(self, frame: pd.DataFrame) -> tuple[Any, np.ndarray]:
+        """The cuts of ``frame`` as one part, and each row's class in them."""
+        from ..anonymize.mondrian_cuts import cut_parts
+
+        m = len(frame)
+        ranks = [d.rank[domain_codes(dom, frame[c])] for c, dom, d in zip(self.gen, self.domains, self.dims,
+                                                                            strict=True)]
+        w_rank = np.stack(ranks).astype(np.int64) if ranks else np.zeros((0, m), np.int64)
+        w_sens = [codes[domain_codes(dom, frame[s])].astype(np.int64)
+                  for s, dom, codes in zip(self.sens, self.sens_domains, self.sens_codes, strict=True)]
+        row_class = np.full(m, -1, dtype=np.int64)
+        cuts = cut_parts(self.dims, self.policy, self.attributes, self.reference, np.arange(m, dtype=np.int64),
+                         w_rank, w_sens, np.array([m], dtype=np.int64), row_class)
+        return cuts, row_class
+
+    def labels(self, cuts: Any, row_class: np.ndarray) -> dict[str, np.ndarray]:
+        """Each row's published label per QI (:func:`~anon_dagster.anonymize.mondrian_labels.class_labels`)."""
+        from ..anonymize.mondrian_labels import class_labels
+
+        out = {}
+        D = len(self.dims)
+        lo, hi, hp = (np.concatenate(a) if a else np.zeros((0, D), np.int64) for a in (cuts.lo, cuts.hi, cuts.hp))
+        for j, (c, d) in enumerate(zip(self.gen, self.dims, strict=True)):
+            _, _, _, inv, labels = class_labels(d, lo[:, j], hi[:, j], hp[:, j])
+            out[c] = np.asarray([str(v) for v in labels], dtype=object)[inv][row_class]
+        return out
+
+
+def part_function(layout: Layout, columns: list[str]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """What each executor runs on one part's rows: its rows with each QI replaced by its label,
+    and the part's cuts (pickled, on its first row)."""
+
+    def run(frame: pd.DataFrame) -> pd.DataFrame:
+        cuts, row_class = layout.cut(frame)
+        blob = pickle.dumps(cuts, protocol=pickle.HIGHEST_PROTOCOL)
+        out = frame[columns].reset_index(drop=True).copy()
+        for c, labels in layout.labels(cuts, row_class).items():
+            out[c] = pd.Series(labels, dtype=object)
+        out[CUTS_COLUMN] = pd.Series([blob] + [None] * (len(out) - 1), dtype=object)
+        return out
+
+    return run
+
+
+def anonymize_mondrian(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
+                       progress: Any) -> SparkAnonymized:
+    """Mondrian on Spark (see the module docstring): the labels, record and suppression the
+    pandas engine's :func:`~anon_dagster.anonymize.mondrian_method.run_mondrian` gives."""
+    from ..anonymize.criteria import Policy, sensitive_attributes
+    from ..anonymize.mondrian_method import check_coverage, mondrian_info, reach_prosecutor_avg
+    from ..risk.frequencies import frequency_classes
+
+    t0 = time.perf_counter()
+    df = pseudonymized.df
+    policy = Policy.from_spec(spec)
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    sens = list(policy.sensitive) if policy.needs_sensitive else []
+    absent = [c for c in gen + pks + sens if c not in df.columns]
+    if absent:
+        raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
+    by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
+    parts_columns = list(dict.fromkeys(pks + sens + by_query))
+    freq, schema = engine.frequencies(df, parts_columns, first_row=False,
+                                      what="the rows per partition key, sensitive value and query group")
+    counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
+    n = int(counts.sum())
+    input_hash = engine.digest(df)
+    if n == 0:
+        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "mondrian")
+    if policy.k > n:
+        raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
+
+    def distinct(c: str) -> pd.Series:
+        # in the order the values first appear, as the pandas engine codes them
+        values, _ = engine.frequencies(df, [c], what=f"the distinct values of column {c!r}")
+        return values[c].rename(c).reset_index(drop=True)
+
+    domains = [distinct(c) for c in gen]
+    check_coverage(dict(zip(gen, domains, strict=True)), spec, gen)
+    sens_domains = [distinct(s) for s in sens]
+    coded = [a.code(dom) for a, dom in zip(sensitive_attributes(spec, sens), sens_domains, strict=True)]
+    sens_codes = [np.asarray(a.codes, dtype=np.int64) for a in coded]
+    freq_sens = [codes[domain_codes(dom, freq[s])] for s, dom, codes in zip(sens, sens_domains, sens_codes,
+                                                                              strict=True)]
+    part_of, n_parts = _parts(freq, pks, [distinct(c) for c in pks])
+    part_sizes = np.bincount(part_of, weights=counts, minlength=n_parts).astype(np.int64)
+    from ..anonymize.mondrian import qi_dim
+
+    dims = [qi_dim(dom, spec.hierarchies[c]) for c, dom in zip(gen, domains, strict=True)]
+    reps = _first_rows(part_of, n_parts)
+    runs: dict[int, tuple[Any, Any]] = {}
+
+    def run(pol: Any) -> Any:
+        from ..anonymize.mondrian import MondrianNoSolution, check_parts_budget, part_evaluation
+        from ..anonymize.mondrian_cuts import MondrianCuts
+        from ..anonymize.mondrian_labels import finish
+        from ..anonymize.outcome import NoSolution
+
+        pairs = [_weighted_pairs(part_of, n_parts, c, a, counts) for c, a in zip(freq_sens, coded, strict=True)]
+        failing, reference = part_evaluation(pol, part_sizes, pairs)
+        too_small = [{"partition": _part_label(freq, pks, int(reps[p])), "rows": int(part_sizes[p])}
+                     for p in np.flatnonzero(failing)]
+        try:
+            check_parts_budget(pol, n, too_small)
+        except MondrianNoSolution as exc:
+            raise NoSolution(f"{spec.label}: {exc}") from None
+        layout = Layout(gen, domains, dims, sens, sens_domains, sens_codes, coded, pol, reference)
+        if pks:
+            published, cuts = _on_executors(engine, df, freq, schema, pks, reps, failing, layout)
+        else:
+            published, cuts = _on_driver(engine, df, gen, sens, layout)
+        m = finish(dims, MondrianCuts.concat([cuts[p] for p in sorted(cuts)], len(dims)), None,
+                   np.zeros(0, dtype=bool), too_small)
+        runs[pol.k] = (published, failing, cuts)
+        return m
+
+    min_part, m = reach_prosecutor_avg(spec, policy, run)
+    published, failing, cuts = runs.pop(min_part)
+    for other, *_ in runs.values():
+        other.unpersist()
+    # each class's part: classes are numbered depth by depth, the parts in order within a depth
+    depth = max((len(c.sizes) for c in cuts.values()), default=0)
+    class_part = np.concatenate([np.zeros(0, np.int64)] + [
+        np.full(len(cuts[p].sizes[i]), p, dtype=np.int64)
+        for i in range(depth) for p in sorted(cuts) if i < len(cuts[p].sizes)])
+    info = mondrian_info(m, min_part, {c: freq[c].iloc[reps[class_part]].tolist() for c in pks})
+    fail_rows = failing[part_of]
+    qis = [c for c in spec.quasi_identifiers if c in published.columns]
+    pub_freq, _ = engine.frequencies(published, qis, first_row=False, what="the published classes")
+    sizes = (frequency_classes(pub_freq, qis, pub_freq[COUNT_COLUMN].to_numpy(np.float64)).sizes
+             if len(pub_freq) and qis else np.zeros(0, dtype=np.int64))
+    record = spark_record(engine, spec, policy, freq, counts, fail_rows, sizes, info["mondrian"]["ncp"],
+                          input_hash, published, t0, original=df, method="mondrian", mondrian=info["mondrian"])
+    categories = {c: [str(v) for v in m.columns[c].categories] for c in gen}
+    return SparkAnonymized(published, record, int(counts[fail_rows].sum()), categories=categories)
+
+
+def _parts(freq: pd.DataFrame, pks: list[str], domains: list[pd.Series]) -> tuple[np.ndarray, int]:
+    """Each frequency-table row's partition-key part, the parts numbered as
+    :func:`~anon_dagster.anonymize.mondrian.mondrian` numbers them (the keys' codes combined)."""
+    from ..anonymize.coding import combine, group
+
+    if not pks:
+        return np.zeros(len(freq), dtype=np.int64), 1
+    cols = [domain_codes(dom, freq[c]).astype(np.int64) for c, dom in zip(pks, domains, strict=True)]
+    key, space = combine(cols, [max(len(dom), 1) for dom in domains])
+    uniq, part, _ = group(key, space)
+    return np.asarray(part, dtype=np.int64), len(uniq)
+
+
+def _first_rows(part_of: np.ndarray, n_parts: int) -> np.ndarray:
+    """A frequency-table row of each part (its first)."""
+    first = np.full(n_parts, -1, dtype=np.int64)
+    first[part_of[::-1]] = np.arange(len(part_of) - 1, -1, -1)
+    return first
+
+
+def _part_label(freq: pd.DataFrame, pks: list[str], row: int) -> str:
+    """The part's name in an error and in the record (as the pandas engine names it)."""
+    return ", ".join(f"{c}={freq[c].iloc[row]}" for c in pks) or "whole table"
+
+
+def _weighted_pairs(part_of: np.ndarray, n_parts: int, codes: np.ndarray, attribute: Any,
+                    counts: np.ndarray) -> Any:
+    """Parts × sensitive-code row counts from a frequency table (what
+    :func:`~anon_dagster.anonymize.criteria.pairs_from_rows` counts from rows)."""
+    from ..anonymize.coding import group
+    from ..anonymize.criteria import SensitivePairs
+
+    nv = attribute.n_values
+    uniq, _, summed = group(part_of * nv + codes, n_parts * nv, counts)
+    total = np.bincount(codes, weights=counts, minlength=nv).astype(np.int64)
+    return SensitivePairs(uniq // nv, uniq % nv, np.asarray(summed).astype(np.int64), nv, total, attribute)
+
+
+def _on_executors(engine: SparkDriver, df: Any, freq: pd.DataFrame, schema: pa.Schema, pks: list[str],
+                  reps: np.ndarray, failing: np.ndarray, layout: Layout) -> tuple[Any, dict[int, Any]]:
+    """Each part kept cut on an executor: the labelled rows (persisted) and the parts' cuts."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    kept = np.flatnonzero(~failing)
+    spark_types = {f.name: f.dataType for f in df.schema.fields}
+    keys = {f"__pk{i}": arrow_values(freq[c].to_numpy(dtype=object)[reps[kept]], schema.field(c).type)
+            for i, c in enumerate(pks)}
+    keys[PART_COLUMN] = pa.array(kept, type=pa.int64())
+    lookup = lookup_frame(engine.spark, keys, {f"__pk{i}": spark_types[c] for i, c in enumerate(pks)})
+    pairs = [(c, f"__pk{i}") for i, c in enumerate(pks)]
+    tagged = (df.join(F.broadcast(lookup), on=null_safe(df, lookup, pairs), how="inner")
+              .drop(*[f"__pk{i}" for i in range(len(pks))]))
+    columns = list(df.columns)
+    fields = [T.StructField(f.name, T.StringType(), True) if f.name in layout.gen else f for f in df.schema.fields]
+    out_schema = T.StructType([*fields, T.StructField(CUTS_COLUMN, T.BinaryType(), True)])
+    out = tagged.groupBy(PART_COLUMN).applyInPandas(part_function(layout, [*columns, PART_COLUMN]),
+                                                    _with_part(out_schema))
+    out = out.persist()
+    cuts = {int(r[PART_COLUMN]): pickle.loads(r[CUTS_COLUMN])
+            for r in out.filter(F.col(CUTS_COLUMN).isNotNull()).select(PART_COLUMN, CUTS_COLUMN).collect()}
+    return out.drop(CUTS_COLUMN, PART_COLUMN), cuts
+
+
+def _with_part(schema: Any) -> Any:
+    """``schema`` with the part's number (which the rows keep until the cuts are read)."""
+    from pyspark.sql import types as T
+
+    return T.StructType([*schema.fields, T.StructField(PART_COLUMN, T.LongType(), False)])
+
+
+def _on_driver(engine: SparkDriver, df: Any, gen: list[str], sens: list[str],
+               layout: Layout) -> tuple[Any, dict[int, Any]]:
+    """The whole table as one part on the driver: its rows rebuilt from the frequency table over
+    the QIs and sensitive attributes, when they fit ``max_driver_cells``; the labels applied by a
+    broadcast join on the QI values."""
+    from pyspark.sql import functions as F
+
+    columns = list(dict.fromkeys(gen + sens))
+    freq, schema = engine.frequencies(df, columns, first_row=False,
+                                      what="the frequency table of the QIs and sensitive attributes")
+    counts = freq[COUNT_COLUMN].to_numpy(np.int64)
+    rows = int(counts.sum())
+    cells = rows * max(len(columns), 1)
+    if cells > engine.max_driver_cells:
+        raise DriverLimit(
+            f"Mondrian without partition keys runs on the driver: the table has {rows} rows × {len(columns)} "
+            f"columns = {cells} cells, over the driver's budget of {engine.max_driver_cells} (max_driver_cells): "
+            "declare partition keys (each part then runs on an executor) or raise the budget")
+    table = freq[columns].iloc[np.repeat(np.arange(len(freq)), counts)].reset_index(drop=True)
+    cuts, row_class = layout.cut(table)
+    labels = layout.labels(cuts, row_class)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    values = freq[gen].drop_duplicates()
+    at = first[values.index.to_numpy()]
+    spark_types = {f.name: f.dataType for f in df.schema.fields}
+    keys = {f"__value{i}": arrow_values(values[c].to_numpy(dtype=object), schema.field(c).type)
+            for i, c in enumerate(gen)}
+    keys.update({f"__label{i}": pa.array(labels[c][at].tolist(), type=pa.string()) for i, c in enumerate(gen)})
+    lookup = lookup_frame(engine.spark, keys, {f"__value{i}": spark_types[c] for i, c in enumerate(gen)})
+    out = df.join(F.broadcast(lookup), on=null_safe(df, lookup, [(c, f"__value{i}") for i, c in enumerate(gen)]),
+                  how="left")
+    for i, c in enumerate(gen):
+        out = out.withColumn(c, F.col(f"__label{i}"))
+    out = out.drop(*[f"__value{i}" for i in range(len(gen))], *[f"__label{i}" for i in range(len(gen))])
+    return out.persist(), {0: cuts}
+
+
+__all__ = ["Layout", "anonymize_mondrian", "domain_codes"]

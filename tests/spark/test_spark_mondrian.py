@@ -1,0 +1,175 @@
+"""Mondrian on Spark: each partition-key part cut on an executor with the whole table's layout
+(or, without partition keys, the table on the driver), giving the pandas engine's labels, its
+transformation record (ranges, boxes, cut tree, figures) and its gate outcome."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from anon_dagster.engine.spark_engine import published_columns
+from anon_dagster.engine.spark_frames import DriverLimit
+from anon_dagster.hierarchies import _as_label
+from anon_dagster.pseudonymize import open_keystore
+from anon_dagster.release import pipeline
+from anon_dagster.release.gate import publishable_view
+from anon_dagster.spec import load_spec
+from tests.support.spark_releases import COLUMNS, check_json, discharges, without_id, write_release
+
+pytestmark = pytest.mark.usefixtures("master_key")
+
+RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
+
+
+def rows(df: pd.DataFrame) -> Counter:
+    """The published rows as a multiset of labels."""
+    view = df[[c for c in df.columns if c not in RANDOM]]
+    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
+
+
+def both(spark_engine, spec, partition: str = "2024", relax: bool = True):
+    keystore = open_keystore()
+    ingested = pipeline.ingest(spec, partition)
+    pandas = pipeline.anonymize(spec, pipeline.pseudonymize(spec, ingested.data, keystore, partition=partition).data,
+                                relax=relax)
+    pseudo = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, partition), keystore, partition=partition)
+    spark = spark_engine.anonymize(spec, pseudo, relax=relax)
+    published = spark.df.select(*[f"`{c}`" for c in published_columns(spark.df)]).toArrow().to_pandas()
+    return pandas, spark, published
+
+
+def assert_same(pandas, spark, published) -> None:
+    """Equal labels, record and suppression (the record's hashes and timing aside)."""
+    assert spark.record.mondrian == pandas.record.mondrian
+    assert spark.record.utility == pandas.record.utility
+    assert spark.record.classes == pandas.record.classes
+    assert spark.record.suppression == pandas.record.suppression
+    assert (spark.record.rows_in, spark.record.rows_out) == (pandas.record.rows_in, pandas.record.rows_out)
+    assert spark.record.policy_unreachable == pandas.record.policy_unreachable
+    assert spark.suppressed == pandas.suppressed
+    assert rows(published) == rows(publishable_view(pandas.data))
+    gen = pandas.record.quasi_identifiers
+    for c in gen:
+        if c in spark.categories:
+            assert spark.categories[c] == [str(v) for v in pandas.data[c].cat.categories]
+
+
+CASES = {
+    "k within partition keys": ({"k": 4, "max_suppression": 0.05}, {"k": 4}, COLUMNS),
+    "l and t against the whole table": ({"k": 3, "max_suppression": 0.1},
+                                        {"k": 3, "l_distinct": 2, "t_closeness": 0.3}, COLUMNS),
+    "prosecutor_avg raises the part size": ({"k": 2, "max_suppression": 0.05}, {"k": 2, "prosecutor_avg": 0.15},
+                                            COLUMNS),
+    "no partition keys (on the driver)": ({"k": 5}, {"k": 5, "l_distinct": 2},
+                                          {**COLUMNS, "region": {"role": "quasi"}}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_labels_record_and_suppression(spark_engine, tmp_path, case):
+    anonymization, thresholds, columns = CASES[case]
+    spec = load_spec(write_release(tmp_path, columns=columns, anonymization={"method": "mondrian", **anonymization},
+                                   policy={"thresholds": thresholds}))
+    pandas, spark, published = both(spark_engine, spec)
+    assert pandas.record.mondrian.classes > 5
+    assert_same(pandas, spark, published)
+
+
+def test_a_part_too_small_is_suppressed_alike(spark_engine, tmp_path):
+    data = discharges(400, seed=3)
+    data.loc[data.index[:3], "region"] = "East"  # a part of at most 3 rows, below k
+    data.loc[data.index[:3], "admitted"] = pd.Timestamp("2024-03-01")
+    spec = load_spec(write_release(tmp_path, data=data, anonymization={"method": "mondrian", "k": 4,
+                                                                       "max_suppression": 0.05},
+                                   policy={"thresholds": {"k": 4}}))
+    pandas, spark, published = both(spark_engine, spec)
+    assert pandas.record.mondrian.parts_suppressed
+    assert_same(pandas, spark, published)
+
+
+@pytest.mark.usefixtures("spark")
+def test_the_gate_outcome_is_the_pandas_engines(tmp_path):
+    spec = write_release(tmp_path, anonymization={"method": "mondrian", "k": 3, "max_suppression": 0.05},
+                         policy={"thresholds": {"k": 3, "l_distinct": 2, "t_closeness": 0.35}},
+                         utility_queries=[{"name": "by_region", "group_by": ["region"], "target": "diagnosis"}])
+    for partition in ("2023", "2024"):
+        code_p, pandas = check_json(spec, "--partition", partition)
+        code_s, spark = check_json(spec, "--partition", partition, "--engine", "spark")
+        assert without_id(spark) == without_id(pandas)
+        assert code_s == code_p
+
+
+def test_without_partition_keys_a_table_over_the_driver_budget_names_its_size(spark_engine, tmp_path):
+    columns = {**COLUMNS, "region": {"role": "quasi"}}
+    spec = load_spec(write_release(tmp_path, columns=columns, anonymization={"method": "mondrian", "k": 3},
+                                   policy={"thresholds": {"k": 3}}))
+    pseudo = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, "2024"), open_keystore(), partition="2024")
+    # the frequency table (148 combinations, 4 columns and the counts) fits, the 207 rows do not
+    spark_engine.max_driver_cells = 800
+    with pytest.raises(DriverLimit, match=r"Mondrian without partition keys runs on the driver: the table has "
+                                          r"\d+ rows × 4 columns = \d+ cells, over the driver's budget of 800"):
+        spark_engine.anonymize(spec, pseudo, relax=False)
+
+
+def test_adult_by_sex_equals_the_pandas_engine(spark_engine, tmp_path, adult_dir):
+    adult = pd.read_csv(adult_dir / "adult.csv", sep=";", skipinitialspace=True).head(3000)
+    data = pd.DataFrame({
+        "pid": [f"P{i}" for i in range(len(adult))],
+        "age": pd.to_numeric(adult["age"], errors="coerce"),
+        "education": adult["education"].astype(str),
+        "marital": adult["marital-status"].astype(str),
+        "sex": adult["sex"].astype(str),
+        "occupation": adult["occupation"].astype(str),
+        "admitted": pd.Timestamp("2024-06-01"),
+    })
+    columns = {
+        "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
+        "age": {"role": "quasi"}, "education": {"role": "quasi"}, "marital": {"role": "quasi"},
+        "sex": {"role": "quasi", "partition_key": True}, "occupation": {"role": "sensitive"},
+        "admitted": {"role": "insensitive"},
+    }
+    spec = load_spec(write_release(tmp_path, data=data, columns=columns,
+                                   anonymization={"method": "mondrian", "k": 5, "max_suppression": 0.02},
+                                   policy={"thresholds": {"k": 5, "l_distinct": 2, "t_closeness": 0.4}}))
+    pandas, spark, published = both(spark_engine, spec)
+    assert pandas.record.mondrian.classes > 50
+    assert_same(pandas, spark, published)
+
+
+KEYS = st.sampled_from([1, 2, 2.0, None])  # int and float keys, a missing one
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(8, 40), seed=st.integers(0, 10**6), k=st.integers(2, 4),
+       keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), t=st.sampled_from([None, 0.45]))
+def test_tiny_tables_alike(spark_engine, tmp_path_factory, n, seed, k, keys, t):
+    """Nulls, empty strings, int and float partition keys, categories no row uses."""
+    rng = np.random.default_rng(seed)
+    ages = rng.choice([20, 25, 31, 40, 52], n).astype(float)
+    ages[rng.random(n) < 0.15] = np.nan
+    zips = pd.Categorical(rng.choice(["28001", "28002", "46001", ""], n),
+                          categories=["28001", "28002", "46001", "", "99999"])
+    part = pd.Series([keys[i] for i in rng.integers(0, len(keys), n)], dtype=object)
+    part = part.astype(float) if all(isinstance(v, (int, float)) or v is None for v in keys) else part
+    data = pd.DataFrame({
+        "pid": [f"P{i}" for i in range(n)], "age": ages, "zip": zips.astype(str),
+        "sex": rng.choice(["F", "M", ""], n), "unit": part,
+        "diagnosis": rng.choice(["A", "B", "C"], n), "admitted": pd.Timestamp("2024-05-01"),
+    })
+    data.loc[rng.random(n) < 0.1, "sex"] = None
+    columns = {
+        "pid": COLUMNS["pid"], "age": COLUMNS["age"], "zip": COLUMNS["zip"], "sex": {"role": "quasi"},
+        "unit": {"role": "quasi", "partition_key": True}, "diagnosis": {"role": "sensitive"},
+        "admitted": {"role": "insensitive"},
+    }
+    thresholds = {"k": k, **({"t_closeness": t} if t else {})}
+    spec = load_spec(write_release(tmp_path_factory.mktemp("tiny"), data=data, columns=columns,
+                                   anonymization={"method": "mondrian", "k": k, "max_suppression": 0.5},
+                                   policy={"thresholds": thresholds}))
+    pandas, spark, published = both(spark_engine, spec)
+    assert_same(pandas, spark, published)
