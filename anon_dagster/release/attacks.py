@@ -212,11 +212,9 @@ def attack_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Transfor
     if record.output_hash != gate.anonymization_hash(anonymized):
         raise DataError("the transformation record does not describe this anonymized table (output hash "
                         "differs): materialize the anonymized asset again")
-    if spec.anonymization.method == "synthetic":  # the attacks of the synthetic release's audit
-        from .synthetic import synthetic_figures
-
-        return synthetic_figures(spec, anonymized, record, original, secrets=secrets, config=config,
-                                 attacks=attacks, cache=cache).attacks
+    if spec.anonymization.method == "synthetic":
+        raise DataError("a synthetic release is attacked by its audit (anon_dagster.release.synthetic."
+                        "synthetic_figures), with the records it was made from as the main targets")
     if record.attack_control is None or gate.SOURCE_ROW_COLUMN not in anonymized.columns:
         raise DataError("the table was anonymized without setting the attacks' control records aside: "
                         "materialize the anonymized asset again")

@@ -89,18 +89,21 @@ def evaluate(
                 if d.name in risk_names:
                     results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
-    if synthetic_names or (gate_synthetic.declares_synthetic(spec) and attack_names):
+    if gate_synthetic.declares_synthetic(spec) and (synthetic_names or attack_names):
         try:  # the synthetic release's audit; its attacks are what the attack checks judge
             synthetic = gate_synthetic.synthetic_figures(spec, anonymized, record, original)
             measures = {**measures, "synthetic": synthetic.to_dict(), "attacks": synthetic.attacks.to_dict()}
-            for outcome in gate_synthetic.synthetic_outcomes(spec, synthetic, synthetic_names):
+            outcomes = gate_synthetic.synthetic_outcomes(spec, synthetic, synthetic_names)
+            if attack_names:
+                outcomes += gate_attacks.attack_outcomes(spec, synthetic.attacks, attack_names)
+            for outcome in outcomes:
                 results[outcome.name] = _result(outcome, declared)
-        except Exception as exc:  # every synthetic check still gets a result: failed, saying why
+        except Exception as exc:  # every synthetic and attack check still gets a result: failed, saying why
             for d in wanted:
-                if d.name in synthetic_names:
+                if d.name in synthetic_names or d.name in attack_names:
                     results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
-    if attack_names:
+    elif attack_names:
         try:
             run = gate_attacks.attack_figures(spec, anonymized, record, original)
             measures = {**measures, "attacks": run.to_dict()}
