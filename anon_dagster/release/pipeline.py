@@ -41,6 +41,7 @@ from . import gate
 from .anonymize_step import Anonymized, anonymize, reach_k_per_person
 from .evaluate_step import composition_assignment, declared_checks, describe_error, evaluate
 from .evaluation import Evaluation
+from .governance.suppression import drop_suppressed
 from .ledger import Ledger, linkage_pseudonyms
 from .ledger.linkage import person_normalization
 
@@ -119,12 +120,17 @@ def pseudonymize(spec: ReleaseSpec, raw: pd.DataFrame, keystore: Any | None, *,
     ``composition.person`` under the key store's ``ledger-linkage`` subkey: it links a person
     across releases in the ledger and is never published. The key store must sit apart from
     the release's data (checked here, before anything is written).
+
+    The rows of a person on the release's suppression list (erased,
+    :mod:`~anon_dagster.release.governance.suppression`) are dropped first.
     """
     from ..pseudonymize import pseudonymize as pseudonymize_columns
 
     wants_linkage = linkage and spec.composition is not None
     if spec.pseudonymized or wants_linkage:
         check_keystore(spec, keystore)
+    # persons erased from the release go no further than the raw table (the one step every path takes)
+    raw = drop_suppressed(spec, raw, keystore)
     if spec.pseudonymized:
         out, summary = pseudonymize_columns(raw, spec, keystore, partition=partition)
         info = summary.to_dict()

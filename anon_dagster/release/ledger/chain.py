@@ -11,7 +11,9 @@ Definitions.
   marked ``published`` or ``abandoned``), ``supersede`` (an entry superseded by a later one),
   ``migrate`` (a schema v1 ledger adopted); the governance events (:data:`CONTENT_EVENTS`:
   ``evaluation``, an evaluation awaiting approval or refused, and ``decision``, an approval or a
-  rejection) carry their whole content in the event itself, so the MAC covers it. Events are
+  rejection, ``retention``, intermediate tables deleted past their retention, and ``erasure``, a
+  person removed from the intermediates) carry their whole content in the event itself, so the
+  MAC covers it. Events are
   numbered 1, 2, ... (``seq``).
 - The *MAC* of event n is HMAC-SHA256(integrity key, MAC of event n−1 ‖ canonical JSON of
   event n) (event 1 chains from the empty string). Editing, deleting, inserting or reordering
@@ -57,8 +59,9 @@ INTEGRITY_PURPOSE = "ledger-integrity"
 ANCHOR_FOLDER = "ledger-anchors"
 ANCHOR_FORMAT = "anon_dagster.ledger-anchor"
 ANCHOR_VERSION = 1
-# events whose body is their whole content (no table row): the governance records
-CONTENT_EVENTS = ("evaluation", "decision")
+# events whose body is their whole content (no table row): the governance records (retention:
+# the intermediate tables deleted; erasure: a person removed, named by a digest only)
+CONTENT_EVENTS = ("evaluation", "decision", "retention", "erasure")
 
 
 class LedgerError(UserError):
