@@ -51,7 +51,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from ..errors import DataError
 
@@ -175,6 +174,10 @@ def auc(members: np.ndarray, others: np.ndarray) -> float:
     n1, n0 = len(members), len(others)
     if not n1 or not n0:
         return float("nan")
+    # imported here: scipy.stats takes a second to import, and every release's definitions load
+    # this module (the gate's evaluate step), synthetic or not
+    from scipy.stats import rankdata
+
     ranks = rankdata(np.concatenate([members, others]))
     return float((ranks[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
