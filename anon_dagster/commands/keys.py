@@ -51,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     common.add_argument("--path", help=f"key store file or folder (default: ${ENV_KEYSTORE})")
     common.add_argument("--dev", action="store_true",
                         help="development store in .anon_dagster/dev-keystore (demo data only; warns)")
+    common.add_argument("--reason", default="", help="why (recorded in the custody log with who and when)")
 
     init = ksub.add_parser("init", parents=[common], help="create a new encrypted key store with key version 1")
     init.add_argument("--scrypt-n", type=int, default=DEFAULT_SCRYPT_N,
@@ -106,6 +107,18 @@ def _open(args: argparse.Namespace) -> KeyStore:
     return open_keystore(dev=args.dev or None)
 
 
+def _custody(ks: KeyStore, action: str, args: argparse.Namespace, **fields: object) -> None:
+    """The key operation in the custody log (release governance); a key store that keeps no state
+    has no custody log, which is said on stderr."""
+    from ..release.governance.access import record
+
+    try:
+        record(action, keystore=ks, why=getattr(args, "reason", "") or f"anon-dagster keys {args.keys_command}",
+               **fields)
+    except SecretError as exc:
+        print(f"warning: {action} not recorded in a custody log: {exc}", file=sys.stderr)
+
+
 def run_init(args: argparse.Namespace) -> int:
     path = args.path or os.environ.get(ENV_KEYSTORE)
     dev = args.dev or dev_keystore_requested()
@@ -119,6 +132,7 @@ def run_init(args: argparse.Namespace) -> int:
         passphrase = _passphrase(confirm=True)
     ks = init_keystore(path, passphrase, scrypt_n=args.scrypt_n, dev=dev)
     info = ks.versions()[0]
+    _custody(ks, "key-init", args, version=info.version)
     print(f"created {ks.describe()}: key version {info.version} ({info.created}); mode 0600")
     print("keep it and its passphrase apart from the data; back it up: without it, pseudonyms cannot be recomputed")
     return 0
@@ -127,6 +141,7 @@ def run_init(args: argparse.Namespace) -> int:
 def run_rotate(args: argparse.Namespace) -> int:
     ks = _open(args)
     info = ks.rotate()
+    _custody(ks, "key-rotate", args, version=info.version)
     print(f"{ks.describe()}: key version {info.version} created ({info.created}); it is now the current version")
     print("data made before keeps its version prefix; see docs/pseudonymization.md (rotation) to bridge or re-key it")
     print(f"the ledger's linkage key stays on key version {LINKAGE_KEY_VERSION}: the composition check keeps "
@@ -190,6 +205,7 @@ def run_bridge(args: argparse.Namespace) -> int:
                          to_version=args.to_version, normalize=normalize, prefix_version=prefix,
                          publication=publication)
     write_table_atomic(bridge, args.output, mode=0o600)
+    _custody(ks, "key-bridge", args, purpose=purpose, pairs=len(bridge))
     print(f"{args.output}: {len(bridge)} old -> new pseudonym pairs (purpose {purpose!r}); "
           "it links both generations: keep it with the pseudonymized data, never publish it")
     return 0
@@ -204,6 +220,7 @@ def run_rekey(args: argparse.Namespace) -> int:
                                      prefix_version=prefix, publication=publication).to_numpy()
     write_table_atomic(out, args.output, mode=0o600)
     version = args.to_version or ks.current_version
+    _custody(ks, "key-rekey", args, purpose=purpose, rows=len(out), version=version)
     print(f"{args.output}: column {args.column!r} re-keyed to version {version} ({len(out)} rows)")
     return 0
 
@@ -214,9 +231,11 @@ def run_reseal(args: argparse.Namespace) -> int:
     # the purpose's own vault (scope population) as before; not created when only publications have one
     if not publications or vault_path(ks, args.purpose).exists():
         count = rekey_token_vault(ks, args.purpose)
+        _custody(ks, "key-reseal", args, purpose=args.purpose, tokens=count)
         print(f"token vault {args.purpose!r}: {count} tokens re-sealed under key version {ks.current_version}")
     for label in publications:
         count = rekey_token_vault(ks, args.purpose, publication=label)
+        _custody(ks, "key-reseal", args, purpose=args.purpose, publication=label, tokens=count)
         print(f"token vault {args.purpose!r} of publication {label}: {count} tokens re-sealed "
               f"under key version {ks.current_version}")
     return 0

@@ -110,3 +110,16 @@ def test_the_cli_erases_from_a_file_and_lists_without_the_identifier(stored_rele
     listed = capsys.readouterr().out
     assert listed.count("person ") == 2 and PERSON not in listed
     assert main(["erase", str(stored_release.spec_path), "--person", PERSON, "--storage", base]) == 2
+
+
+def test_a_key_rotation_is_in_custody(tmp_path, monkeypatch):
+    from anon_dagster.pseudonymize import open_keystore
+
+    path = tmp_path / "keys" / "keystore.json"
+    monkeypatch.delenv("ANON_DAGSTER_MASTER_KEY", raising=False)
+    monkeypatch.setenv("ANON_DAGSTER_KEYSTORE_PASSPHRASE", "a long test passphrase")
+    assert main(["keys", "init", "--path", str(path), "--scrypt-n", "1024", "--reason", "new deployment"]) == 0
+    assert main(["keys", "rotate", "--path", str(path), "--reason", "yearly rotation"]) == 0
+    ks = open_keystore(str(path), passphrase="a long test passphrase")
+    ops = [(e["event"]["action"], e["event"]["why"], e["event"].get("version")) for e in AuditLog(ks).entries()]
+    assert ops == [("key-init", "new deployment", 1), ("key-rotate", "yearly rotation", 2)]
