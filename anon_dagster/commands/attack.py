@@ -9,14 +9,26 @@ attack (main, control and baseline rates, residual risk and its interval, target
 "policy_unreachable", "attacks": [AttackResult.to_json()]}``. Nothing is published or written;
 no value of any person is shown.
 
+A synthetic release (``anonymization.method: synthetic``) is attacked as its gate attacks it
+(:func:`anon_dagster.release.synthetic_attack.attack_synthetic`): the three attacks on the
+synthetic table, the records it was made from as the main targets (scored like control
+targets), and the audit's figures (exact-copy rate gap with its train and control shares,
+closer-to-train gap, membership-inference AUC) with each declared bound's verdict; ``--json``
+adds ``"synthetic"`` (the risk report's Synthetic data section), ``"checks"`` and ``"passed"``.
+Without ``--targets``, ``--max-queries``, ``--max-seconds`` and ``--secret`` the figures are the
+gate's and the report's.
+
 Exit status: 0; 1 with ``--max-residual X`` when some attack's residual risk (point estimate)
-exceeds X; 2 on bad input (one line, no traceback). Definitions: docs/attacks.md.
+exceeds X, or, on a synthetic release, when a bound of ``policy.synthetic`` or an attack of
+``policy.attacks`` fails; 2 on bad input (one line, no traceback). Definitions: docs/attacks.md,
+docs/synthetic.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from ..errors import UserError
 from ..risk.attacks import AttackConfig, Budget
@@ -33,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", help="data to attack (default: the spec's source)")
     p.add_argument("--secret", action="extend", nargs="+", metavar="COL",
                    help="secret column(s) inference guesses (default: the spec's sensitive columns)")
-    p.add_argument("--targets", type=int, default=DEFAULT_TARGETS,
+    p.add_argument("--targets", type=int,
                    help=f"main and control targets each (default {DEFAULT_TARGETS}; 0: every person)")
     p.add_argument("--max-queries", type=int, help="stop an attack after this many queries")
     p.add_argument("--max-seconds", type=float, help="stop an attack after this many seconds")
@@ -56,13 +68,31 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-residual must lie in [-1, 1], got {args.max_residual:g}")
     spec = load_spec(args.spec)
     keystore = open_keystore() if needs_keystore(spec) else None
-    config = AttackConfig(targets=args.targets or None,
+    targets = DEFAULT_TARGETS if args.targets is None else args.targets
+    config = AttackConfig(targets=targets or None,
                           budget=Budget(max_queries=args.max_queries, max_seconds=args.max_seconds))
+    if spec.anonymization.method == "synthetic":
+        return _synthetic(args, spec, keystore, config)
     outcome = attack_partition(spec, partition=args.partition, input_path=args.input, keystore=keystore,
                                secrets=args.secret, config=config)
     print(json.dumps(outcome.to_json(), indent=2, ensure_ascii=False) if args.json else outcome.render_text())
     worst = outcome.worst_residual()
     if args.max_residual is not None and worst is not None and worst > args.max_residual:
+        return 1
+    return 0
+
+
+def _synthetic(args: argparse.Namespace, spec: Any, keystore: Any, config: AttackConfig) -> int:
+    """A synthetic release: the gate's audit and attacks (the gate's own configuration unless an
+    option overrides it), exit 1 when a declared bound or attack fails."""
+    from ..release.synthetic_attack import attack_synthetic
+
+    own = args.targets is None and args.max_queries is None and args.max_seconds is None
+    outcome = attack_synthetic(spec, partition=args.partition, input_path=args.input, keystore=keystore,
+                               secrets=args.secret, config=None if own else config)
+    print(json.dumps(outcome.to_json(), indent=2, ensure_ascii=False) if args.json else outcome.render_text())
+    worst = max((r.residual for r in outcome.run.attacks.results if r.residual == r.residual), default=None)
+    if outcome.failed or (args.max_residual is not None and worst is not None and worst > args.max_residual):
         return 1
     return 0
 

@@ -43,7 +43,7 @@ from ..spec import ReleaseSpec
 from ..spec.policy import attack_secrets
 from ..spec.synthetic import synthetic_columns
 from . import gate
-from .attacks import AttackRun, verified_split
+from .attacks import AttackRun, attack_outcomes, verified_split
 from .evaluation import CheckResult
 from .report import format_value as _fmt
 
@@ -135,5 +135,15 @@ def synthetic_outcomes(spec: ReleaseSpec, run: SyntheticRun, names: set[str] | N
     return out
 
 
-__all__ = ["SYNTHETIC_CHECKS", "SyntheticRun", "clear_cache", "declares_synthetic", "synthetic_figures",
-           "synthetic_outcomes"]
+def audit_outcomes(spec: ReleaseSpec, run: SyntheticRun) -> list[CheckResult]:
+    """Every verdict of the audit ``run``: one per bound of ``policy.synthetic``
+    (:func:`synthetic_outcomes`), then one per attack of ``policy.attacks`` when declared, judged
+    on the audit's attacks (:func:`~.attacks.attack_outcomes`), as the evaluation judges them."""
+    out = synthetic_outcomes(spec, run)
+    if spec.policy.attacks is not None:
+        out += attack_outcomes(spec, run.attacks)
+    return out
+
+
+__all__ = ["SYNTHETIC_CHECKS", "SyntheticRun", "audit_outcomes", "clear_cache", "declares_synthetic",
+           "synthetic_figures", "synthetic_outcomes"]
