@@ -22,6 +22,8 @@ in the order of their sorted labels, numbers as they are and dates as their inst
 
 **A table of another generator** (``anonymization.synthetic.table``) is read instead, and must
 hold exactly the release's columns (:func:`supplied_table`), numbers where the data has numbers.
+A path holding ``{partition}`` names each partition's own table: the key is that of the window
+the partition's rows fall in (:func:`partition_of_rows`), ``all`` for an unpartitioned release.
 
 The record's ``synthetic`` section says which generator ran, the order, the leaf size, the seed
 and the rows drawn (no value).
@@ -38,6 +40,7 @@ import pandas as pd
 from ..dates import parse_dates
 from ..errors import DataError
 from ..io import read_table
+from ..partitions import KEY_FORMATS, UNPARTITIONED, partition_format, partition_window
 from ..spec.synthetic import synthesis_order, synthetic_columns
 
 SEED_PURPOSE = "anon_dagster/synthetic/1"
@@ -123,11 +126,46 @@ def cart_synthesis(real: pd.DataFrame, order: list[str], *, min_samples_leaf: in
     return pd.DataFrame(out)
 
 
+def partition_of_rows(spec: Any, real: pd.DataFrame) -> str:
+    """The key of the partition whose rows ``real`` are: the window of the spec's cadence that
+    holds every date of ``partitions.column`` (:data:`~anon_dagster.partitions.UNPARTITIONED`
+    without partitions). Raises DataError when the rows hold no date or span two windows; the
+    key is checked against the spec's partitions (:func:`~anon_dagster.partitions.partition_window`)."""
+    if spec.partitions is None:
+        return UNPARTITIONED
+    column, cadence = spec.partitions.column, spec.partitions.cadence
+    if column not in real.columns:
+        raise DataError(f"{spec.label}: column {column!r} (partitions.column) is missing from the data, so the "
+                        "partition of anonymization.synthetic.table's {partition} is unknown")
+    dates = pd.Series(pd.to_datetime(parse_dates(real[column], column, partition_format(spec), show_value=False)))
+    if dates.isna().all():
+        raise DataError(f"{spec.label}: the partition holds no date of {column!r}: its synthetic table "
+                        "({partition}) cannot be named")
+    first = dates.min()
+    start = {"yearly": pd.Timestamp(year=first.year, month=1, day=1),
+             "monthly": pd.Timestamp(year=first.year, month=first.month, day=1),
+             "quarterly": pd.Timestamp(year=first.year, month=first.month - (first.month - 1) % 3, day=1),
+             "weekly": first.normalize() - pd.Timedelta(days=first.day_of_week)}.get(cadence, first.normalize())
+    key = start.strftime(KEY_FORMATS[cadence])
+    low, high = partition_window(spec, key)
+    if dates.max() >= high or first < low:
+        raise DataError(f"{spec.label}: the rows span more than one {cadence} partition of {column!r}: "
+                        "anonymization.synthetic.table's {partition} names one partition's table")
+    return key
+
+
 def supplied_table(spec: Any, real: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The synthetic table of ``anonymization.synthetic.table`` checked against the release's
-    columns, and its file's name. Raises DataError naming the file and the column at fault."""
+    """The synthetic table of ``anonymization.synthetic.table`` (``{partition}`` filled with
+    :func:`partition_of_rows`) checked against the release's columns, and its file's name.
+    Raises DataError naming the file and the column at fault."""
     text = spec.anonymization.synthetic.table
-    path = spec.resolve(text)
+    if "{partition}" in text:
+        key = partition_of_rows(spec, real)
+        path, text = spec.resolve(text, partition=key), text.replace("{partition}", key)
+    else:
+        path = spec.resolve(text)
+    if not path.is_file():
+        raise DataError(f"{text}: no such synthetic table (anonymization.synthetic.table)")
     table = read_table(path)
     columns = synthetic_columns(spec)
     missing = [c for c in columns if c not in table.columns]
@@ -179,5 +217,5 @@ def _date_format(spec: Any, column: str) -> str | None:
     return fmt
 
 
-__all__ = ["SEED_PURPOSE", "cart_synthesis", "column_kind", "draw_from_leaves", "encode", "run_synthetic",
-           "supplied_table", "synthesis_seed"]
+__all__ = ["SEED_PURPOSE", "cart_synthesis", "column_kind", "draw_from_leaves", "encode", "partition_of_rows",
+           "run_synthetic", "supplied_table", "synthesis_seed"]

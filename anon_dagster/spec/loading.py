@@ -27,6 +27,7 @@ from .models import ReleaseSpec
 from .policy import attacks_message, policy_problems, threshold_message
 from .project import source_problems, table_problems
 from .retention import retention_message, retention_problems
+from .synthetic import synthetic_message
 
 
 def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
@@ -42,6 +43,8 @@ def _pydantic_problems(file: str, exc: ValidationError) -> list[Problem]:
             special = approval_message(loc, err)
         if special is None:
             special = retention_message(loc, err)
+        if special is None:
+            special = synthetic_message(loc, err)
         if special is not None:
             message = special
         elif err["type"] == "extra_forbidden":

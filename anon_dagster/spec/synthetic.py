@@ -13,14 +13,23 @@ criteria.SYNTHETIC_CRITERIA`, its model in :mod:`.policy`), with ``policy.attack
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
 from ..criteria import REGISTRY, SYNTHETIC_CRITERIA
+from ..objectstore import scheme_of, shown
 from .columns import Integer, _Model
 
-__all__ = ["SyntheticSpec", "synthesis_order", "synthetic_columns", "synthetic_problems"]
+__all__ = ["POLICY_KEYS", "SYNTHETIC_KEYS", "SyntheticSpec", "synthesis_order", "synthetic_columns",
+           "synthetic_message", "synthetic_problems", "table_problems"]
+
+# the keys of each block, as an unknown key's message lists them
+SYNTHETIC_KEYS = ("order", "min_samples_leaf", "rows", "table")
+POLICY_KEYS = (*SYNTHETIC_CRITERIA, "control")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
 class SyntheticSpec(_Model):
@@ -40,6 +49,39 @@ class SyntheticSpec(_Model):
     table: str | None = None
 
 
+def synthetic_message(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | None:
+    """The message for an unknown key directly under ``anonymization.synthetic`` or
+    ``policy.synthetic`` (None elsewhere): it lists the keys the block takes."""
+    if len(loc) != 3 or loc[1] != "synthetic" or error.get("type") != "extra_forbidden":
+        return None
+    keys = {"anonymization": SYNTHETIC_KEYS, "policy": POLICY_KEYS}.get(str(loc[0]))
+    if keys is None:
+        return None
+    return f"unknown key {str(loc[2])!r} ({loc[0]}.synthetic takes: {', '.join(keys)})"
+
+
+def table_problems(spec: Any) -> list[tuple[str, str]]:
+    """``(key, message)`` for an ``anonymization.synthetic.table`` that cannot be read: a
+    placeholder other than ``{release}`` and ``{partition}``, an object-storage URI (the table is
+    read from a local path), or, for a path without ``{partition}``, no file there (resolved
+    against the spec's folder). A path with ``{partition}`` names each partition's own table, which
+    is looked for when that partition is synthesized."""
+    settings = getattr(spec.anonymization, "synthetic", None)
+    text = settings.table if settings is not None else None
+    if text is None:
+        return []
+    key = "anonymization.synthetic.table"
+    unknown = [p for p in _PLACEHOLDER.findall(text) if p not in ("release", "partition")]
+    if unknown or text.count("{") != text.count("}"):
+        return [(key, f"{shown(text)!r}: a path may hold {{release}} and {{partition}} only")]
+    if scheme_of(text) is not None:
+        return [(key, f"{shown(text)!r}: the synthetic table is read from a local path, not object storage")]
+    if "{partition}" in text:
+        return []
+    path = spec.resolve(text)
+    if not path.is_file():
+        return [(key, f"{text!r}: no such file ({path.name} in {path.parent})")]
+    return []
 
 
 def synthetic_problems(spec: Any) -> list[tuple[str, str]]:
@@ -82,6 +124,7 @@ def synthetic_problems(spec: Any) -> list[tuple[str, str]]:
                                                                    f"(published: {', '.join(columns)})"))
     if order is not None and len(set(order)) != len(order):
         problems.append(("anonymization.synthetic.order", "names a column twice"))
+    problems += table_problems(spec)
     return problems
 
 
