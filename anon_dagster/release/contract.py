@@ -22,6 +22,7 @@ identifiers the contract keeps out.
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -37,13 +38,23 @@ from .gate import Outcome
 def _great_expectations() -> Any:
     """Great Expectations, imported on first use (it is heavy).
 
-    It imports pyspark when that is installed, and pyspark warns about the pandas version on
-    import: a warning about a library this step does not use, so it is not shown.
+    It imports pyspark when that is installed, for its Spark data sources, which this step never
+    uses (it validates pandas frames): importing pyspark took about a second of CPU of every
+    process validating a contract (a run worker, the CLI). pyspark is kept out of that import
+    unless it is loaded already (a process of the Spark engine), and importable again right
+    after; had it been imported, it would warn about the pandas version, which is not shown.
     """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-        import great_expectations
-
+    blocked = "pyspark" not in sys.modules
+    if blocked:
+        sys.modules["pyspark"] = None  # type: ignore[assignment]  # ``import pyspark`` raises ImportError
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                                    category=FutureWarning)
+            import great_expectations
+    finally:
+        if blocked and sys.modules.get("pyspark", False) is None:
+            del sys.modules["pyspark"]
     return great_expectations
 
 
