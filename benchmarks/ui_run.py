@@ -1,6 +1,6 @@
 """What a release costs through Dagster, beside the same release through the core and the CLI.
 
-    .venv/bin/python benchmarks/ui_run.py [--repeat 3] [--rows 30162]
+    .venv/bin/python benchmarks/ui_run.py [--repeat 3] [--rows 30162] [--profile FILE]
 
 The release is Adult (``datasets/adult``, 30,162 rows, or its first ``--rows``) with a
 pseudonymized row identifier, five QIs with ARX's hierarchies, occupation as the sensitive
@@ -14,17 +14,27 @@ state and Dagster home) and times, interleaved:
   loading the definitions is timed apart;
 - **core**: the same functions without Dagster, as a script would call them:
   ``pipeline.run_gate`` then ``publication.publish_release``;
+- **ui run**: the same job launched as the UI launches it: the webserver's GraphQL ``launchRun``
+  mutation (run in this process, on a workspace whose code location, the demo's ``definitions.py``
+  with ``ANON_DAGSTER_CONFIG`` naming the release, is served by its own gRPC process, as under
+  ``dagster dev``), the instance's run launcher (``DefaultRunLauncher``) starting a run worker
+  process, which imports Dagster and the project, loads the definitions and runs the job. Wall
+  time from the mutation until the run's status is final (polled every 20 ms); CPU time the run
+  worker's own (recorded when it exits) plus this process's during the launch. The run queue is
+  left out (``DefaultRunCoordinator``: the daemon's polling interval is not the run's cost);
 - **cli check**: ``anon-dagster check SPEC --ledger L`` as a user runs it (a new process: start-up
   and imports included); it publishes nothing.
 
 Wall and CPU time (the process's, for the CLI its child's), medians of ``--repeat``; the ratio
-dagster / core is the cost of the Dagster layer (target <= 2).
+dagster / core is the cost of the Dagster layer, the ratio ui run / cli what a run from the UI
+costs beside the same gate from the command line, each a new process (target <= 2 for both).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import resource
 import statistics
@@ -136,6 +146,102 @@ def run_core(rows: int) -> tuple[float, float]:
     return elapsed
 
 
+# The run worker's definitions: the demo's, unchanged, and the worker's own CPU time appended to
+# $UI_RUN_RECORD when it exits, with its CPU time once the definitions were loaded (the code
+# server, which loads the same file, is not a worker). $UI_RUN_PROFILE: cProfile the run from there.
+WORKER_DEFINITIONS = """
+import atexit, json, multiprocessing, os, resource, runpy, time
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+def _record() -> None:
+    if multiprocessing.parent_process() is None:
+        return
+    if PROFILE is not None:
+        PROFILE.disable()
+        PROFILE.dump_stats(os.environ["UI_RUN_PROFILE"])
+    with open(os.environ["UI_RUN_RECORD"], "a") as out:
+        out.write(json.dumps({"cpu": _cpu(), "loaded_cpu": LOADED_CPU, "loaded": LOADED,
+                              "ended": time.time()}) + "\\n")
+
+defs = runpy.run_path(DEFINITIONS)["defs"]
+LOADED, LOADED_CPU, PROFILE = time.time(), _cpu(), None
+if multiprocessing.parent_process() is not None:
+    atexit.register(_record)
+    if os.environ.get("UI_RUN_PROFILE"):
+        import cProfile
+        PROFILE = cProfile.Profile()
+        PROFILE.enable()
+"""
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}"""
+REPOSITORIES = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+
+
+def run_ui(rows: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The UI run's wall and CPU time, and the part of each until the worker had loaded the definitions."""
+    folder, spec, ledger = fresh(rows)
+    (folder / "dagster_home" / "dagster.yaml").write_text(
+        "telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
+        "  class: DefaultRunCoordinator\n")
+    record = folder / "worker.jsonl"
+    os.environ.update({"ANON_DAGSTER_CONFIG": str(spec.parent), "ANON_DAGSTER_LEDGER": str(ledger),
+                       "UI_RUN_RECORD": str(record)})
+    definitions = folder / "definitions.py"
+    definitions.write_text(f"DEFINITIONS = {str(REPO / 'definitions.py')!r}\n" + WORKER_DEFINITIONS)
+    # the code server and the worker inherit standard error: their logs go to the run's folder
+    log, saved = open(folder / "dagster.log", "wb"), os.dup(2)
+    os.dup2(log.fileno(), 2)
+    try:
+        return ui_launch(folder, record, definitions)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        log.close()
+        for var in ("ANON_DAGSTER_CONFIG", "ANON_DAGSTER_LEDGER", "UI_RUN_RECORD"):
+            os.environ.pop(var)
+
+
+def ui_launch(folder: Path, record: Path, definitions: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The launch and the wait of :func:`run_ui`, its logs already redirected."""
+    from dagster import DagsterInstance, DagsterRunStatus
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import PythonFileTarget
+    from dagster_graphql.test.utils import execute_dagster_graphql
+
+    finished = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+    with DagsterInstance.get() as instance, WorkspaceProcessContext(
+            instance, PythonFileTarget(str(definitions), None, str(folder), None)) as workspace:
+        context = workspace.create_request_context()
+        repo = execute_dagster_graphql(context, REPOSITORIES).data["repositoriesOrError"]["nodes"][0]
+        params = {"selector": {"repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
+                               "jobName": "adult_bench_release"}, "runConfigData": {}}
+        start, started = clock(), time.time()
+        launched = execute_dagster_graphql(context, LAUNCH, {"params": params}).data["launchRun"]
+        if launched["__typename"] != "LaunchRunSuccess":
+            raise SystemExit(f"the UI launch failed: {launched}")
+        run_id = launched["run"]["runId"]
+        while (run := instance.get_run_by_id(run_id)) is None or run.status not in finished:
+            time.sleep(0.02)
+        wall, launcher_cpu = since(start)
+        for _ in range(250):  # the worker's record is written as it exits, just after its last event
+            if record.exists() and record.read_text().endswith("\n"):
+                break
+            time.sleep(0.02)
+    if run.status != DagsterRunStatus.SUCCESS or not (folder / "published" / "adult_bench.parquet").exists():
+        raise SystemExit(f"the UI run did not publish the release ({run.status})")
+    worker = json.loads(record.read_text().splitlines()[-1])
+    return (wall, worker["cpu"] + launcher_cpu), (worker["loaded"] - started, worker["loaded_cpu"])
+
+
 def run_cli(rows: int) -> tuple[float, float]:
     folder, spec, ledger = fresh(rows)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -157,6 +263,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rows", type=int, default=30_162)
+    parser.add_argument("--profile", metavar="FILE", help="one UI run only, its worker's run under cProfile "
+                        "(stats saved to FILE, the 40 costliest calls printed); no timings")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     os.environ["ANON_DAGSTER_MASTER_KEY"] = base64.b64encode(os.urandom(32)).decode()
@@ -165,21 +273,36 @@ def main() -> None:
         os.environ.pop(var, None)
     run_core(min(args.rows, 2000))  # imports and caches warmed for every path alike
     run_dagster(min(args.rows, 2000))
-    loads, dagster, core, cli = [], [], [], []
+    run_ui(min(args.rows, 2000))
+    if args.profile:
+        import pstats
+
+        os.environ["UI_RUN_PROFILE"] = str(Path(args.profile).resolve())
+        run_ui(args.rows)
+        pstats.Stats(os.environ.pop("UI_RUN_PROFILE")).sort_stats("cumulative").print_stats(40)
+        return
+    loads, dagster, core, ui, ui_loads, cli = [], [], [], [], [], []
     for _ in range(args.repeat):
         loaded, ran = run_dagster(args.rows)
         loads.append(loaded)
         dagster.append(ran)
         core.append(run_core(args.rows))
+        ran, loaded = run_ui(args.rows)
+        ui.append(ran)
+        ui_loads.append(loaded)
         cli.append(run_cli(args.rows))
     rows = [("dagster: definitions loaded", median(loads)), ("dagster: release job run (in-process)", median(dagster)),
-            ("core: run_gate + publish_release", median(core)), ("cli: anon-dagster check (new process)", median(cli))]
+            ("core: run_gate + publish_release", median(core)), ("ui run: launched, worker process", median(ui)),
+            ("ui run: until the worker's definitions", median(ui_loads)),
+            ("cli: anon-dagster check (new process)", median(cli))]
     print(f"Adult, {args.rows:,} rows; medians of {args.repeat}")
     print(f"| {'path':<40} | {'wall':>8} | {'cpu':>8} |\n| {'-' * 40} | {'-' * 8} | {'-' * 8} |")
     for name, (wall, cpu) in rows:
         print(f"| {name:<40} | {wall:>7.2f}s | {cpu:>7.2f}s |")
     (dw, dc), (cw, cc) = median(dagster), median(core)
     print(f"ratio dagster / core: wall {dw / cw:.2f}, cpu {dc / cc:.2f} (target <= 2)")
+    (uw, uc), (lw, lc) = median(ui), median(cli)
+    print(f"ratio ui run / cli: wall {uw / lw:.2f}, cpu {uc / lc:.2f} (target <= 2)")
 
 
 if __name__ == "__main__":
