@@ -153,7 +153,7 @@ def test_personal_data_is_encrypted_at_rest_and_owner_only(env):
     assert raw_file.exists() and (storage / "pseudonymized" / "2023.parquet.enc").exists()
     assert not (storage / "raw" / "2023.parquet").exists()
     blob = raw_file.read_bytes()
-    assert blob.startswith(b"ANONENC1") and b"PID000001" not in blob and b"PAR1" not in blob[:16]
+    assert blob.startswith(b"ANONENC2") and b"PID000001" not in blob and b"PAR1" not in blob[:16]
     for f in (raw_file, anon_file):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
     assert stat.S_IMODE(storage.stat().st_mode) == 0o700
