@@ -15,7 +15,7 @@ from ..risk.sensitive import CodedSensitive
 from .criteria import Policy, evaluate_classes, pairs_from_rows
 
 if TYPE_CHECKING:
-    from .mondrian import _Dim
+    from .mondrian_types import _Dim
 
 
 @dataclass

@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..hierarchies import MISSING_LABEL
 from .cut_tree import MAX_SET_LABEL, CutTree, loose_boxes, span
-from .mondrian import MondrianResult, _Dim
 from .mondrian_cuts import MondrianCuts
+from .mondrian_types import MondrianResult, _Dim
 
 
 def class_labels(d: _Dim, lo: np.ndarray, hi: np.ndarray, hp: np.ndarray
