@@ -215,7 +215,8 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
 
 def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd.DataFrame,
                     pseudonymized: pd.DataFrame, ledger: Ledger, keystore: Any = None,
-                    storage: Sequence[str | Path] = (), reports: Path | None = None) -> ReleasePublished:
+                    storage: Sequence[str | Path] = (), reports: Path | None = None,
+                    run_id: str | None = None) -> ReleasePublished:
     """Publish a passing evaluation as ``publication.mode`` says: the rows of ``anonymized``
     (:func:`publish`), or the noisy aggregates of ``pseudonymized`` (:func:`publish_aggregates`);
     PublicationRefused otherwise, nothing written. ``keystore`` and ``storage`` are kept clear
@@ -226,10 +227,11 @@ def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd
     With ``approval.required`` (:mod:`.governance`), a passing evaluation is published only once
     approved (its report states by whom, when and why): until then
     :class:`~.governance.AwaitingApproval` is raised, nothing published, the evaluation recorded
-    in the ledger and its report written to ``reports``; a rejection is a refusal."""
+    in the ledger (with ``run_id``, the orchestrator's run, when given) and its report written to
+    ``reports``; a rejection is a refusal."""
     from .governance import admit
 
-    approval = admit(spec, evaluation, ledger, keystore=keystore, reports=reports)
+    approval = admit(spec, evaluation, ledger, keystore=keystore, reports=reports, run_id=run_id)
     if spec.publication.mode == "aggregates":
         done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage,
                                           approval=approval)

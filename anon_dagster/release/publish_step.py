@@ -9,6 +9,12 @@ transformation record) and remembers it (:mod:`.evaluation_memo`) for the public
 tables against this very ledger state, or evaluates the gate again, and publishes only a passing
 evaluation (:func:`~.publication.publish_release`). A refusal writes nothing: its reasons are
 those of :class:`~.refusals.PublicationRefused`, and a refused evaluation keeps its evidence.
+
+The outcome is one of three (:data:`PUBLISHED`, :data:`REFUSED`, :data:`AWAITING`): with
+``approval.required``, a passing evaluation not yet approved is *awaiting approval* — neither
+published (nothing is written to the target) nor refused (its checks passed): the evaluation is
+recorded in the ledger as awaiting, its report is kept for the approvers, and the outcome
+carries the command that approves it (:class:`~.governance.AwaitingApproval` turned into a value).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from . import evaluation_memo
 from .alerts import Refusal, reason_lines
 from .evaluation import Evaluation
 from .gate import publishable_view
+from .governance import AwaitingApproval
 from .ledger import Ledger
 from .population_order import population_lock
 from .publication import (
@@ -76,11 +83,33 @@ def refusal_of(spec: ReleaseSpec, partition: str | None, evaluation: Evaluation,
     return Refusal(spec.release, partition, failed, reason_lines(refusals), evaluation.id, run_id)
 
 
+PUBLISHED = "published"
+REFUSED = "refused"
+AWAITING = "awaiting approval"
+
+
+@dataclass(frozen=True)
+class Awaiting:
+    """A passing evaluation awaiting approval: nothing published.
+
+    ``command`` is the command an approver runs (:func:`~.governance.approve_command`),
+    ``approvals`` and ``needed`` how many approvals count and how many are required, ``entry``
+    the ledger event recording the evaluation, ``message`` the one-paragraph statement of it.
+    """
+
+    command: str
+    approvals: int
+    needed: int
+    entry: int
+    message: str
+
+
 @dataclass
 class PublicationStep:
-    """The outcome of a partition: ``published`` (what was written) or ``refusals`` (why not).
+    """The outcome of a partition: ``published`` (what was written), ``awaiting`` (passed, not
+    yet approved: nothing written) or ``refusals`` (why not).
 
-    ``report`` is where the whole evidence is (the publication's report, or a refused
+    ``report`` is where the whole evidence is (the publication's report, an awaiting or refused
     evaluation's kept one); ``problem`` says why a refused evaluation's evidence could not be kept.
     """
 
@@ -92,10 +121,18 @@ class PublicationStep:
     report: Path | None = None
     problem: str | None = None
     columns: list[tuple[str, str]] | None = None  # the published columns and their dtypes
+    awaiting: Awaiting | None = None
+
+    @property
+    def outcome(self) -> str:
+        """:data:`PUBLISHED`, :data:`AWAITING` or :data:`REFUSED`."""
+        if self.published is not None:
+            return PUBLISHED
+        return AWAITING if self.awaiting is not None else REFUSED
 
     @property
     def refused(self) -> bool:
-        return self.published is None
+        return self.outcome == REFUSED
 
     @property
     def reason_lines(self) -> list[str]:
@@ -116,11 +153,14 @@ def published_columns(anonymized: pd.DataFrame, done: ReleasePublished) -> list[
 
 def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
                      ledger: Ledger, partition: str | None, keystore: Any = None,
-                     storage: Sequence[str | Path] = (), reports_dir: str | None = None) -> PublicationStep:
-    """Decide and, when the gate passes, publish the partition (see the module docstring).
+                     storage: Sequence[str | Path] = (), reports_dir: str | None = None,
+                     run_id: str | None = None) -> PublicationStep:
+    """Decide and, when the gate passes (and, with ``approval.required``, once approved), publish
+    the partition (see the module docstring).
 
     ``keystore`` and ``storage`` (the folders intermediate tables are stored in) are kept clear
-    of the target. Raises TimeoutError (one line naming the release and partition) when another
+    of the target; ``run_id`` (the orchestrator's run) is recorded with an evaluation that
+    awaits approval. Raises TimeoutError (one line naming the release and partition) when another
     publication of the population holds its lock too long.
     """
     reports = reports_folder(spec, reports_dir, partition)
@@ -132,7 +172,11 @@ def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymiz
                 spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition)
             try:
                 done = publish_release(spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized,
-                                       ledger=ledger, keystore=keystore, storage=storage, reports=reports)
+                                       ledger=ledger, keystore=keystore, storage=storage, reports=reports,
+                                       run_id=run_id)
+            except AwaitingApproval as exc:  # passed, not approved yet: its report is kept for the approvers
+                return PublicationStep(spec, partition, evaluation, report=exc.report_path,
+                                       awaiting=Awaiting(exc.command, exc.approvals, exc.needed, exc.entry, str(exc)))
             except PublicationRefused as exc:
                 problem = None
                 if not evaluation.passed:  # a refused evaluation of every check: its evidence is kept
@@ -145,4 +189,4 @@ def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymiz
                            columns=published_columns(anonymized, done))
 
 
-__all__ = ["CheckStep", "PublicationStep", "check_step", "publication_step", "published_columns", "refusal_of"]
+__all__ = ["AWAITING", "PUBLISHED", "REFUSED", "Awaiting", "CheckStep", "PublicationStep", "check_step", "publication_step", "published_columns", "refusal_of"]

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from anon_dagster.release import evaluation_memo, gate, pipeline, publication
 from anon_dagster.release import publish_step as steps
+from anon_dagster.release.governance import RUNNER_ENV, decide
 from anon_dagster.release.targets import target_of
 from anon_dagster.spec import load_spec
 from tests.support.ledgers import fixed_keystore, new_ledger
@@ -93,3 +95,72 @@ def test_the_population_lock_held_too_long_is_one_line_naming_the_partition(tmp_
     monkeypatch.setattr(steps, "population_lock", held)
     with pytest.raises(TimeoutError, match=r"^tiny 2023: another publication of population 'tiny_people'"):
         steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
+
+
+def approval_required(spec_path: Path) -> None:
+    """Add ``approval: {required: true, approvers: [dpo]}`` to the spec at ``spec_path``."""
+    raw = yaml.safe_load(spec_path.read_text())
+    raw["approval"] = {"required": True, "approvers": ["dpo"], "min_approvals": 1}
+    spec_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def governed(tmp: Path):
+    """``stored`` for the tiny release with approval required."""
+    approval_required(write_release(tmp))
+    spec = load_spec(tmp / "specs" / "tiny.yaml")
+    keystore = fixed_keystore(tmp / "keystate")
+    ledger = new_ledger(tmp / "ledger" / "ledger.sqlite", tmp / "keystate")
+    raw = pipeline.ingest(spec, "2023").data
+    pseudonymized = pipeline.pseudonymize(spec, raw, keystore, partition="2023").data
+    anonymized = pipeline.anonymize(spec, pseudonymized)
+    tables = {"anonymized": gate.attach_record(anonymized.data, anonymized.record),
+              "pseudonymized": pseudonymized, "raw": raw}
+    return spec, keystore, ledger, tables
+
+
+def test_a_passing_evaluation_awaiting_approval_is_its_own_outcome(tmp_path, evaluated, monkeypatch):
+    monkeypatch.setenv(RUNNER_ENV, "pipeline")
+    spec, keystore, ledger, tables = governed(tmp_path)
+    outcome = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore,
+                                     run_id="run-42")
+    assert outcome.outcome == steps.AWAITING == "awaiting approval"
+    assert not outcome.refused and outcome.published is None and outcome.refusals is None
+    assert outcome.evaluation.passed and not target_of(spec, "2023").path.exists()  # nothing written
+    waiting = outcome.awaiting
+    assert waiting.command == (f"anon-dagster approve {spec.label} --partition 2023 --evaluation "
+                               f"{outcome.evaluation.id} --as NAME --reason TEXT")
+    assert (waiting.approvals, waiting.needed) == (0, 1) and waiting.command in waiting.message
+    assert outcome.report is not None and outcome.report.exists()  # the report the approvers read
+    events = [e for e in ledger.content_events() if e["event"] == "evaluation"]
+    assert [(e["verdict"], e["evaluation"], e["run_id"], e["runner"], e["seq"]) for e in events] == \
+        [("awaiting", outcome.evaluation.id, "run-42", "pipeline", waiting.entry)]
+
+
+def test_the_next_publication_after_the_approval_publishes(tmp_path, evaluated, monkeypatch):
+    monkeypatch.setenv(RUNNER_ENV, "pipeline")
+    spec, keystore, ledger, tables = governed(tmp_path)
+    first = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
+    again = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
+    assert again.outcome == steps.AWAITING and again.awaiting.entry == first.awaiting.entry  # recorded once
+    assert "run_id" not in [e for e in ledger.content_events() if e["event"] == "evaluation"][0]
+    monkeypatch.setenv(RUNNER_ENV, "dpo-desk")
+    decide(spec, ledger, partition="2023", evaluation=first.evaluation.id, approver="dpo", decision="approve",
+           reason="figures read", keystore=keystore)
+    monkeypatch.setenv(RUNNER_ENV, "pipeline")
+    done = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
+    assert done.outcome == steps.PUBLISHED and done.awaiting is None
+    assert done.evaluation.id == first.evaluation.id and target_of(spec, "2023").path.exists()
+    approval = done.published.published.report_path.with_suffix(".json")
+    assert '"approver": "dpo"' in approval.read_text()
+
+
+def test_a_rejected_evaluation_is_a_refusal_not_awaiting(tmp_path, evaluated, monkeypatch):
+    monkeypatch.setenv(RUNNER_ENV, "pipeline")
+    spec, keystore, ledger, tables = governed(tmp_path)
+    first = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
+    monkeypatch.setenv(RUNNER_ENV, "dpo-desk")
+    decide(spec, ledger, partition="2023", evaluation=first.evaluation.id, approver="dpo", decision="reject",
+           reason="not this year", keystore=keystore)
+    outcome = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
+    assert outcome.outcome == steps.REFUSED and outcome.refused and outcome.awaiting is None
+    assert "rejected by dpo" in outcome.reason_lines[0] and not target_of(spec, "2023").path.exists()

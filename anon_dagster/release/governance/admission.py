@@ -65,8 +65,9 @@ def subject_of(spec: ReleaseSpec, evaluation: Evaluation) -> binding.Subject:
 
 
 def _record(ledger: Ledger, governance: Governance, subject: binding.Subject, verdict: str,
-            evaluation: Evaluation, report_path: Path | None) -> int:
-    """The ``evaluation`` event of ``subject`` (recorded now unless it already is); its ``seq``."""
+            evaluation: Evaluation, report_path: Path | None, run_id: str | None = None) -> int:
+    """The ``evaluation`` event of ``subject`` (recorded now unless it already is); its ``seq``.
+    ``run_id`` is the orchestrator's run that evaluated it, recorded only when given."""
     found = governance.recorded(subject)
     if found is not None and found.get("verdict") == verdict:
         return int(found["seq"])
@@ -75,21 +76,24 @@ def _record(ledger: Ledger, governance: Governance, subject: binding.Subject, ve
              "checks": plain_json([c.to_json() for c in evaluation.checks]),
              "measures": plain_json(evaluation.measures), "refusals": list(evaluation.refusals),
              "report_path": str(report_path) if report_path is not None else None}
+    if run_id:  # absent rather than null: events recorded without a run read as before
+        event["run_id"] = str(run_id)
     return ledger.append_content_event(event)
 
 
 def admit(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, *, keystore: Any = None,
-          reports: Path | None = None) -> dict[str, Any] | None:
+          reports: Path | None = None, run_id: str | None = None) -> dict[str, Any] | None:
     """The approval step (see the module docstring): None when the spec requires no approval, else
     the approval as the publication's report states it; raises otherwise. ``reports`` is the
-    partition's report folder (default :func:`~anon_dagster.release.report_files.reports_folder`)."""
+    partition's report folder (default :func:`~anon_dagster.release.report_files.reports_folder`);
+    ``run_id`` (a Dagster run's id) goes into the evaluation's ledger event when it is recorded."""
     approval = spec.approval
     if approval is None or not approval.required:
         return None
     governance = Governance.read(ledger)
     subject = subject_of(spec, evaluation)
     if not evaluation.passed:
-        _record(ledger, governance, subject, REFUSED, evaluation, None)
+        _record(ledger, governance, subject, REFUSED, evaluation, None, run_id)
         refuse_unless_passed(spec, evaluation)
     where = subject.describe()
     decided = governance.decisions(subject)
@@ -116,7 +120,7 @@ def admit(spec: ReleaseSpec, evaluation: Evaluation, ledger: Ledger, *, keystore
     folder = reports if reports is not None else reports_folder(spec, None, evaluation.partition)
     write_evaluation_report(spec, evaluation, folder)
     report = evaluation_report_path(folder)
-    entry = _record(ledger, governance, subject, AWAITING, evaluation, report)
+    entry = _record(ledger, governance, subject, AWAITING, evaluation, report, run_id)
     command = approve_command(spec, evaluation.partition, evaluation.id)
     raise AwaitingApproval(
         f"{where}: every blocking check passed; awaiting approval ({len(counted)} of {approval.min_approvals}, "

@@ -8,7 +8,7 @@ other event is (the ledger is refused when opened, or when they are read again).
   or ``refused`` by its checks), ``runner``, ``at`` (UTC), ``rows``, ``checks`` (every check's
   name, verdict, figure measured and threshold, as ``anon-dagster check --json`` prints them),
   ``measures`` (every figure measured), ``refusals`` and ``report_path`` (the report the
-  approvers read);
+  approvers read), and ``run_id`` when the publication was given its orchestrator run's id;
 - ``decision``: the subject, ``decision`` (``approve`` or ``reject``), ``approver`` (the name
   given), ``by`` (the runner identity of the process that recorded it), ``reason``, ``at`` and
   ``custody`` (``seq`` and ``mac`` of its entry in the custody log).
