@@ -82,7 +82,9 @@ def test_aes_siv_reversal_is_audited_and_tampering_detected(store, tmp_path, cap
     code, text, err = cli(capsys, "audit", "verify")
     assert code == 0, err
     log = store.parent / "audit.jsonl"
-    lines = log.read_text().splitlines()
+    # the key store's creation is the first entry of its custody log
+    first_line, *lines = log.read_text().splitlines()
+    assert json.loads(first_line)["event"]["action"] == "key-init"
     assert len(lines) == 2
     entries = [json.loads(line) for line in lines]
     assert all(isinstance(e, dict) for e in entries)
@@ -90,7 +92,7 @@ def test_aes_siv_reversal_is_audited_and_tampering_detected(store, tmp_path, cap
     assert "A1" not in log.read_text()  # the log names who and why, not the identity revealed
     # edit the first entry's reason: verification must fail
     lines[0] = lines[0].replace("court order 12", "court order 13")
-    log.write_text("\n".join(lines) + "\n")
+    log.write_text("\n".join([first_line, *lines]) + "\n")
     code, _, err = cli(capsys, "audit", "verify")
     assert code != 0
     assert err.strip()
