@@ -1,15 +1,13 @@
-"""Dagster resources: the key store (configured only by reference, :class:`dagster.EnvVar`: the
-secret values never enter config, metadata or logs), the publication ledger and the execution
-engine (the deployment's choice: :mod:`anon_dagster.engine`)."""
+"""Dagster resources: the key store (configured only by reference, :class:`dagster.EnvVar`), the
+publication ledger and the execution engine (docs/dagster.md)."""
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, EnvVar
 from pydantic import PrivateAttr
 
-from ..errors import SecretError
-from ..pseudonymize.keystore import ENV_KEYSTORE, ENV_PASSPHRASE, KeyStore, open_keystore
+from ..pseudonymize.keystore import KeyStore
+from ..pseudonymize.keystore.guarded import keystore_variables, open_keystore_guarded
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -17,11 +15,8 @@ if TYPE_CHECKING:
 
 
 class KeyStoreResource(ConfigurableResource):
-    """The key store of pseudonymization, ledger linkage and encryption at rest, opened at run time.
-
-    ``path`` and ``passphrase`` unset: the core's environment variables (docs/contracts.md).
-    Opening failures raise :class:`SecretError`, whose message never holds key material or the passphrase.
-    """
+    """The key store, opened at run time (``path``, ``passphrase`` unset: the core's environment
+    variables); failures are :class:`~anon_dagster.errors.SecretError` without content."""
 
     path: str | None = None
     passphrase: str | None = None
@@ -31,12 +26,7 @@ class KeyStoreResource(ConfigurableResource):
     def open(self) -> KeyStore:
         """The opened key store (cached for the life of this resource instance)."""
         if self._store is None:
-            try:
-                self._store = open_keystore(self.path, passphrase=self.passphrase)
-            except SecretError:
-                raise
-            except Exception as exc:  # the message may quote file content: keep only the type
-                raise SecretError(f"the key store cannot be opened ({type(exc).__name__})") from None
+            self._store = open_keystore_guarded(self.path, self.passphrase)
         return self._store
 
     def derive_key(self, purpose: str) -> bytes:
@@ -45,20 +35,12 @@ class KeyStoreResource(ConfigurableResource):
 
 
 def keystore_from_env() -> KeyStoreResource:
-    """A KeyStoreResource referring to the key store variables that are set when the definitions load.
-
-    An unset variable is left out (the core then applies its own default) rather than failing
-    every run with "environment variable not set".
-    """
-    return KeyStoreResource(
-        path=EnvVar(ENV_KEYSTORE) if os.environ.get(ENV_KEYSTORE) else None,
-        passphrase=EnvVar(ENV_PASSPHRASE) if os.environ.get(ENV_PASSPHRASE) else None,
-    )
+    """A KeyStoreResource referring to the key store variables set when the definitions load."""
+    return KeyStoreResource(**{k: EnvVar(v) if v else None for k, v in keystore_variables().items()})
 
 
 class LedgerResource(ConfigurableResource):
-    """The publication ledger: ``path``, else ``$ANON_DAGSTER_LEDGER``, else under ``$DAGSTER_HOME``
-    (:func:`anon_dagster.release.default_ledger_path`); it must exist (``anon-dagster ledger init``)."""
+    """The publication ledger: ``path``, else ``$ANON_DAGSTER_LEDGER``, else under ``$DAGSTER_HOME``."""
 
     path: str | None = None
 
@@ -70,8 +52,7 @@ class LedgerResource(ConfigurableResource):
 
 
 class EngineResource(ConfigurableResource):
-    """Where the releases' rows are processed: ``engine`` ``pandas`` (the default) or ``spark``
-    (``spark_master``, ``max_driver_cells``, ``scratch_dir``: docs/scale.md)."""
+    """Where the rows are processed: ``engine`` ``pandas`` (default) or ``spark`` (docs/scale.md)."""
 
     engine: str = "pandas"
     spark_master: str = "local[2]"
@@ -79,12 +60,9 @@ class EngineResource(ConfigurableResource):
     scratch_dir: str | None = None
 
     def open(self, spark_session: Any = None) -> "Engine":
-        """The engine; ``spark_session`` (a SparkSession, or a resource with ``spark_session``,
-        such as dagster-pyspark's) is the session the Spark engine runs on."""
+        """The engine; ``spark_session`` (a SparkSession, or a resource holding one) for Spark."""
         from ..engine import open_engine
 
-        if self.engine == "pandas":
-            return open_engine("pandas")
         session = getattr(spark_session, "spark_session", spark_session)
         return open_engine(self.engine, spark_master=self.spark_master, spark=session,
                            max_driver_cells=self.max_driver_cells, scratch_dir=self.scratch_dir)

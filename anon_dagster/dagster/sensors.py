@@ -1,14 +1,9 @@
-"""Sensors of a release: its source files, the freshness of its publications, and its refusals.
-
-The decisions are the core's: which partitions a change of the source files asks for
-(:mod:`anon_dagster.release.source_watch`) and whether the latest publication is fresh
-(:mod:`anon_dagster.release.freshness`); this module wraps them into run requests and asset
-check evaluations. :func:`refusal_sensor` hands every refused publication to a function of yours.
-"""
+"""Sensors of a release: its source files, the freshness of its publications, and its refusals
+(docs/dagster.md). The decisions are the core's: :mod:`anon_dagster.release.source_watch`,
+:mod:`anon_dagster.release.freshness`, :mod:`anon_dagster.release.refusal_feed`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -31,32 +26,27 @@ from dagster import (
 from ..objectstore import is_remote
 from ..release.freshness import judge_freshness
 from ..release.pipeline import describe_error
+from ..release.refusal_feed import OUTCOME_KEY, REFUSAL_KEY, RefusalFeed
 from ..release.source_watch import source_runs
 from ..spec import ReleaseSpec
 from .alerts import Refusal
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
-OUTCOME_KEY = "outcome"
-REFUSAL_KEY = "refusal"
-
 
 def source_requests(spec: ReleaseSpec, cursor: str | None,
                     now: datetime | None = None) -> tuple[list[RunRequest], str]:
-    """The runs a look at the source files asks for (:func:`~anon_dagster.release.source_watch.source_runs`
-    over the partitions that exist at ``now``), and the new cursor."""
+    """The runs a look at the source files asks for (over the partitions existing at ``now``), and the new cursor."""
     pdef = partitions_def_for(spec)
-    keys = list(pdef.get_partition_keys(current_time=now)) if pdef is not None else None
-    runs, cursor = source_runs(spec, cursor, keys)
+    runs, cursor = source_runs(spec, cursor, list(pdef.get_partition_keys(current_time=now)) if pdef is not None else None)
     return [RunRequest(partition_key=key, run_key=run_key) for key, run_key in runs], cursor
 
 
-def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
-                  minimum_interval_seconds: int = 60,
+def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 60,
                   default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition | None:
-    """The sensor that runs ``job`` for each partition whose source file appeared or changed
-    (:func:`source_requests`); None for a source on object storage (not watched yet)."""
-    if spec.source.path is None or is_remote(spec.source.path):  # an asset source is run by its own graph
+    """The sensor running ``job`` for each partition whose source file appeared or changed; None
+    for a source on object storage or an asset source."""
+    if spec.source.path is None or is_remote(spec.source.path):
         return None
 
     @sensor(name=translator.source_sensor_name(spec), job=job, minimum_interval_seconds=minimum_interval_seconds,
@@ -83,7 +73,7 @@ def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTran
 
 def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 6 * 3600,
                      default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING) -> SensorDefinition:
-    """The sensor that judges the ``freshness`` check from the ledger every few hours, without a run."""
+    """The sensor judging the ``freshness`` check from the ledger every few hours, without a run."""
 
     @sensor(name=translator.freshness_sensor_name(spec), minimum_interval_seconds=minimum_interval_seconds,
             default_status=default_status, required_resource_keys={"ledger", "keystore"},
@@ -98,44 +88,29 @@ def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimu
     return _fresh
 
 
-# ----- refusals --------------------------------------------------------------------------------
-
-
 def refusals_since(instance: Any, asset_keys: Iterable[AssetKey], cursor: str | None,
                    limit: int = 100) -> tuple[list[Refusal], str]:
-    """The refusals materialized on ``asset_keys`` (published assets) after ``cursor``, oldest
-    first, and the cursor after them (a JSON object of the last storage id per asset)."""
-    after: dict[str, int] = json.loads(cursor) if cursor else {}
-    found: list[tuple[int, Refusal]] = []
+    """The refusals materialized on ``asset_keys`` after ``cursor``, oldest first, and the cursor
+    after them (:class:`~anon_dagster.release.refusal_feed.RefusalFeed`)."""
+    feed = RefusalFeed(cursor)
     for key in asset_keys:
         name = key.to_user_string()
         result = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=key, after_storage_id=after.get(name)), limit=limit, ascending=True)
+            AssetRecordsFilter(asset_key=key, after_storage_id=feed.after.get(name)), limit=limit, ascending=True)
         for record in result.records:
-            after[name] = max(after.get(name, 0), record.storage_id)
             mat = record.asset_materialization
-            if mat is None or OUTCOME_KEY not in mat.metadata or mat.metadata[OUTCOME_KEY].value != "refused":
-                continue
-            payload = mat.metadata[REFUSAL_KEY].value if REFUSAL_KEY in mat.metadata else {}
-            refusal = Refusal.from_payload({"release": key.path[0], "partition": mat.partition, **payload},
-                                           run_id=record.run_id)
-            found.append((record.storage_id, refusal))
-    found.sort(key=lambda item: item[0])
-    return [r for _, r in found], json.dumps(after, sort_keys=True)
+            outcome = {k: v.value for k, v in mat.metadata.items()} if mat is not None else None
+            feed.add(name, record.storage_id, key.path[0], mat.partition if mat else None, outcome, record.run_id)
+    return feed.refusals(), feed.cursor()
 
 
 def refusal_sensor(fn: Callable[[Refusal], RunRequest | Sequence[RunRequest] | None],
                    asset_keys: Iterable[AssetKey], *, name: str = "publication_refusals",
                    minimum_interval_seconds: int = 30, job: Any = None,
                    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition:
-    """A sensor calling ``fn`` once for every refused publication of ``asset_keys`` (the releases'
-    published assets: ``[r.translator.asset_key(r.spec, "published") for r in releases]``).
-
-    ``fn`` gets the :class:`~.alerts.Refusal` (release, partition, failed checks, one reason per
-    failed check, evaluation id, run id: no data, no paths) and may return run requests for
-    ``job``. An exception of ``fn`` fails the sensor's tick, and the refusals of that tick are
-    handed again at the next one.
-    """
+    """A sensor calling ``fn`` once for every refused publication of ``asset_keys`` (published
+    assets); ``fn`` may return run requests for ``job``. An exception of ``fn`` fails the tick,
+    whose refusals are handed again at the next one."""
     keys = list(asset_keys)
 
     @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, job=job, default_status=default_status,
@@ -145,10 +120,7 @@ def refusal_sensor(fn: Callable[[Refusal], RunRequest | Sequence[RunRequest] | N
         requests: list[RunRequest] = []
         for refusal in refusals:
             out = fn(refusal)
-            if isinstance(out, RunRequest):
-                requests.append(out)
-            elif out:
-                requests.extend(out)
+            requests += [out] if isinstance(out, RunRequest) else list(out or [])
         if not requests:
             return SensorResult(skip_reason=SkipReason(f"{len(refusals)} refusal(s) handed on"), cursor=cursor)
         return SensorResult(run_requests=requests, cursor=cursor)
@@ -156,5 +128,5 @@ def refusal_sensor(fn: Callable[[Refusal], RunRequest | Sequence[RunRequest] | N
     return _refusals
 
 
-__all__ = ["freshness_evaluation", "freshness_sensor", "refusal_sensor", "refusals_since",
-           "source_requests", "source_sensor"]
+__all__ = ["OUTCOME_KEY", "REFUSAL_KEY", "freshness_evaluation", "freshness_sensor", "refusal_sensor",
+           "refusals_since", "source_requests", "source_sensor"]
