@@ -22,6 +22,7 @@ from dagster import (
     AssetsDefinition,
     AssetSelection,
     AutomationCondition,
+    DefaultSensorStatus,
     Definitions,
     Failure,
     MaterializeResult,
@@ -46,6 +47,7 @@ from ..spec import ReleaseSpec
 from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
 from .alerts import RefusalAlertResource, refusal_alert_from_env
+from .approval import AWAITING_OUTCOME, approval_sensor
 from .metadata import anonymized_metadata, as_metadata, check_metadata, fit, md_value
 from .partitions import partitions_def_for
 from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_evaluation, freshness_sensor, source_sensor
@@ -65,7 +67,8 @@ class ReleaseDefinitions:
     job: Any  # the release's partitioned asset job
     schedule: ScheduleDefinition | None
     partitions_def: PartitionsDefinition | None
-    # the source-file sensor (local sources) and the freshness sensor
+    # the source-file sensor (local sources), the freshness sensor and, with approval.required,
+    # the approval sensor
     sensors: list[SensorDefinition] = field(default_factory=list)
 
     def definitions(self) -> Definitions:
@@ -203,9 +206,12 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
             step = publish_step.publication_step(
                 spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition,
-                keystore=context.resources.keystore, storage=storage_folders(context), reports_dir=reports_dir)
+                keystore=context.resources.keystore, storage=storage_folders(context), reports_dir=reports_dir,
+                run_id=context.run.run_id)
         except TimeoutError as exc:
             raise Failure(description=str(exc)) from None
+        if step.outcome == publish_step.AWAITING:
+            return awaiting_result(context, step, ledger)
         if step.refused:
             return refused_result(context, step, ledger)
         done, report = step.published, step.report
@@ -224,6 +230,28 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         fresh = freshness_evaluation(spec, ledger, t)
         return AssetCheckResult(check_name=fresh.check_name, passed=fresh.passed, severity=fresh.severity,
                                 description=fresh.description, metadata=fresh.metadata)
+
+    def awaiting_result(context: AssetExecutionContext, step: publish_step.PublicationStep,
+                        ledger: Ledger) -> MaterializeResult:
+        """Awaiting approval materialized: nothing written, so the ``publication`` check fails,
+        with severity WARN because nothing was refused; no refusal alert. The metadata carry the
+        evaluation, the command that approves it and the report the approvers read."""
+        waiting, report = step.awaiting, step.report
+        assert waiting is not None  # the AWAITING outcome carries it
+        context.log.info(waiting.message)
+        shown = {OUTCOME_KEY: AWAITING_OUTCOME, "evaluation": step.evaluation.id,
+                 "approve_command": MetadataValue.text(waiting.command),
+                 "approvals": f"{waiting.approvals} of {waiting.needed}", "ledger_event": waiting.entry,
+                 **({"report": MetadataValue.path(str(report))} if report else {})}
+        return MaterializeResult(
+            metadata=shown,
+            check_results=[AssetCheckResult(
+                check_name=publication_check, passed=False, severity=AssetCheckSeverity.WARN,
+                description=f"awaiting approval ({waiting.approvals} of {waiting.needed}): nothing published. "
+                            f"To approve: {waiting.command}",
+                metadata={OUTCOME_KEY: AWAITING_OUTCOME, "evaluation": step.evaluation.id,
+                          "approve_command": MetadataValue.text(waiting.command)}),
+                freshness_result(ledger)])
 
     def refused_result(context: AssetExecutionContext, step: publish_step.PublicationStep,
                        ledger: Ledger) -> MaterializeResult:
@@ -256,6 +284,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                            description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
     schedule = build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
     sensors = [s for s in (source_sensor(spec, job, t), freshness_sensor(spec, t)) if s is not None]
+    if spec.approval is not None and spec.approval.required:  # an approval starts the publication's run
+        sensors.append(approval_sensor([spec], translator=t, name=f"{spec.release}_approval_sensor",
+                                       default_status=DefaultSensorStatus.RUNNING))
     return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published, *table_assets(spec, t, pdef)],
                               [release_checks], job, schedule, pdef, sensors)
 

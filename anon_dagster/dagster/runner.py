@@ -14,6 +14,7 @@ from ..release.partition_outcome import PartitionOutcome
 from ..release.publication import kept_report
 from ..release.run_storage import private_dagster_home
 from ..spec import ReleaseSpec
+from .approval import AWAITING_OUTCOME
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
@@ -58,7 +59,8 @@ def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str |
     refusal: tuple[list[str], list[str]] | None = None
     for evaluation in result.get_asset_check_evaluations():
         if evaluation.asset_key == published_key:  # the publication's outcome; freshness is no gate check
-            if evaluation.check_name == t.publication_check_name(spec) and not evaluation.passed:
+            awaiting = "outcome" in evaluation.metadata  # awaiting approval: failed, but nothing refused
+            if evaluation.check_name == t.publication_check_name(spec) and not evaluation.passed and not awaiting:
                 listed = evaluation.metadata.get("failed_checks")
                 refusal = (list(listed.value) if listed is not None else [],
                            (evaluation.description or "").splitlines())
@@ -75,6 +77,11 @@ def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str |
             out.evaluation = str(mat.metadata["evaluation"].value) if "evaluation" in mat.metadata else None
             if "outcome" in mat.metadata and mat.metadata["outcome"].value == "refused":
                 out.outcome = "refused"
+                continue
+            if "outcome" in mat.metadata and mat.metadata["outcome"].value == AWAITING_OUTCOME:
+                out.outcome = AWAITING_OUTCOME
+                out.approve_command = str(mat.metadata["approve_command"].value)
+                out.report = Path(mat.metadata["report"].value) if "report" in mat.metadata else None
                 continue
             out.outcome = "published"  # where the publication says it wrote
             out.published, out.report = Path(mat.metadata["path"].value), Path(mat.metadata["report"].value)

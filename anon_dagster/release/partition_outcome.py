@@ -1,7 +1,8 @@
 """What one run of a release partition did, from the check results and materializations it recorded.
 
 ``outcome`` is ``published``, ``refused`` (a check or the publication itself refused it:
-``failed_checks`` and ``reasons`` say why) or ``failed`` (a step failed before the release was
+``failed_checks`` and ``reasons`` say why), ``awaiting_approval`` (every check passed, nothing
+published until approved: ``approve_command`` says how) or ``failed`` (a step failed before the release was
 judged: ``failed_steps``). A refused run is not a successful one (``success`` is False).
 """
 
@@ -29,10 +30,15 @@ class PartitionOutcome:
     report: Path | None = None
     outcome: str = "failed"
     evaluation: str | None = None  # the id of the evaluation the publication step judged
+    approve_command: str | None = None  # awaiting approval: the command an approver runs
 
     @property
     def refused(self) -> bool:
         return self.outcome == "refused"
+
+    @property
+    def awaiting_approval(self) -> bool:
+        return self.outcome == "awaiting_approval"
 
     def add_check(self, name: str, passed: bool, description: str | None, contract: dict | None) -> None:
         """One check of the anonymized asset: its contract form, and its reason when it failed."""
