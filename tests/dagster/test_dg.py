@@ -7,83 +7,36 @@ its own and none of the caller's ``ANON_DAGSTER_*`` settings.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
 
 from anon_dagster.dagster.scaffold import EXAMPLE_ROWS
 from anon_dagster.spec import load_spec
+from tests.support.projects import BIN, COMPONENT, Project, run_tool, scaffold_project, tool_env
+from tests.support.projects import dg as dg_in
 
-BIN = Path(sys.executable).parent
-DG = BIN / "dg"
-COMPONENT = "anon_dagster.AnonReleaseComponent"
 STEPS = ("raw", "pseudonymized", "anonymized", "published")
 
-pytestmark = pytest.mark.skipif(not DG.exists(), reason="dg is not installed (dagster-dg-cli, a dev dependency)")
+pytestmark = pytest.mark.skipif(not (BIN / "dg").exists(), reason="dg is not installed (dagster-dg-cli, a dev dependency)")
 
 
-def dg_env(home: Path, **extra: str) -> dict[str, str]:
-    home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANON_DAGSTER_", "DAGSTER_"))}
-    env.update({"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "DAGSTER_HOME": str(home),
-                "DAGSTER_DISABLE_TELEMETRY": "1", **extra})
-    env.pop("VIRTUAL_ENV", None)
-    return env
-
-
-def dg(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(DG), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"dg {' '.join(args)}: {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
+def dg(cwd, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return run_tool(cwd, env, "dg", *args)
 
 
 def listed_assets(proc: subprocess.CompletedProcess) -> set[str]:
     return {a["asset_key"] for a in json.loads(proc.stdout)["assets"]}
 
 
-def write_project(root: Path, package: str) -> Path:
-    """A minimal dg project, as ``dg scaffold project`` lays it out (flat: the package at the root)."""
-    (root / package / "defs").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(textwrap.dedent(f"""\
-        [project]
-        name = "{package}"
-        version = "0.1.0"
-        requires-python = ">=3.11"
-
-        [tool.dg]
-        directory_type = "project"
-
-        [tool.dg.project]
-        root_module = "{package}"
-        """))
-    (root / package / "__init__.py").write_text("")
-    (root / package / "defs" / "__init__.py").write_text("")
-    (root / package / "definitions.py").write_text(textwrap.dedent("""\
-        from pathlib import Path
-
-        import dagster as dg
-
-
-        @dg.definitions
-        def defs():
-            return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
-        """))
-    return root / package / "defs"
-
-
 @pytest.mark.slow
 def test_scaffolded_defs_in_a_fresh_project_check_and_list_the_starter_release(tmp_path):
-    project = tmp_path / "clinic"
-    defs = write_project(project, "clinic_releases")
-    env = dg_env(tmp_path / "home", PYTHONPATH=str(project))
+    home = tmp_path / "home"
+    project: Project = scaffold_project(tmp_path, "clinic_releases", home)  # create-dagster project
 
-    dg(project, env, "scaffold", "defs", COMPONENT, "releases")
-    folder = defs / "releases"
+    dg_in(project, home, "scaffold", "defs", COMPONENT, "releases")
+    folder = project.defs / "releases"
     written = yaml.safe_load((folder / "defs.yaml").read_text())
     assert written == {"type": COMPONENT, "attributes": {"config_dir": "specs"}}
     spec = load_spec(folder / "specs" / "example_release.yaml")  # the starter validates
@@ -93,8 +46,8 @@ def test_scaffolded_defs_in_a_fresh_project_check_and_list_the_starter_release(t
     rows = (folder / "data" / "example.csv").read_text().splitlines()
     assert len(rows) == EXAMPLE_ROWS + 1
 
-    dg(project, env, "check", "defs")
-    listed = listed_assets(dg(project, env, "list", "defs", "--json"))
+    dg_in(project, home, "check", "defs")
+    listed = listed_assets(dg_in(project, home, "list", "defs", "--json"))
     assert {f"example_release/{step}" for step in STEPS} <= listed
 
 
@@ -114,7 +67,7 @@ def test_the_scaffolder_keeps_files_that_exist(tmp_path):
 
 @pytest.mark.slow
 def test_dg_check_and_list_defs_at_the_repository_root(repo_root, tmp_path):
-    env = dg_env(tmp_path / "home", ANON_DAGSTER_DEV_KEYSTORE="1")
+    env = tool_env(tmp_path / "home", ANON_DAGSTER_DEV_KEYSTORE="1")
     dg(repo_root, env, "check", "defs")
     listed = listed_assets(dg(repo_root, env, "list", "defs", "--json"))
     assert {f"hospital_discharges/{step}" for step in STEPS} <= listed
@@ -130,7 +83,7 @@ def test_dg_at_the_repository_root_shows_a_broken_spec_beside_the_good_ones(repo
     (config / "hospital_discharges.yaml").write_text(good)
     (config / "typo.yaml").write_text(good.replace("release: hospital_discharges", "release: typo")
                                       .replace("cadence: yearly", "cadence: fortnightly"))
-    env = dg_env(tmp_path / "home", ANON_DAGSTER_DEV_KEYSTORE="1", ANON_DAGSTER_CONFIG=str(config))
+    env = tool_env(tmp_path / "home", ANON_DAGSTER_DEV_KEYSTORE="1", ANON_DAGSTER_CONFIG=str(config))
     dg(repo_root, env, "check", "defs")
     listed = listed_assets(dg(repo_root, env, "list", "defs", "--json"))
     assert "hospital_discharges/published" in listed and "typo/spec" in listed

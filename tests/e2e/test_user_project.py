@@ -1,7 +1,7 @@
-"""A release built the way users build a project: a Dagster project of their own (the files
-``dg scaffold project`` writes), with its own upstream asset of discharges kept in DuckDB by
-the project's IO manager, and the plugin's component reading two release specs whose source is
-that asset: one published to object storage (the local S3-compatible server), one also to a
+"""A release built the way users build a project: a Dagster project of their own made by
+``create-dagster project``, the plugin's component added by ``dg scaffold defs``, the project's
+own upstream asset of discharges kept in DuckDB by the project's IO manager, and two release
+specs whose source is that asset: one published to object storage (the local S3-compatible server), one also to a
 DuckDB table. 2024 passes the gate; 2025 (one diagnosis per class: l = 1) is refused, and
 writes nothing anywhere."""
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 from dagster import AssetKey, DagsterInstance
 
-from tests.support.projects import load_project, write_project
+from tests.support.projects import COMPONENT, dg, load_project, scaffold_project
 
 PACKAGE = "clinic_project"
 
@@ -87,22 +87,26 @@ def spec(release: str, publication: dict) -> dict:
 @pytest.fixture
 def project(tmp_path, master_key, s3_bucket, monkeypatch):
     """The project's folder, its database and its Definitions, loaded as ``dg`` loads them."""
-    root = tmp_path / "clinic"
-    defs = write_project(root, PACKAGE)
+    home = tmp_path / "dagster_home"
+    made = scaffold_project(tmp_path, PACKAGE, home)
     database = tmp_path / "clinic.duckdb"
-    (defs / "warehouse.py").write_text(WAREHOUSE)
-    (defs / "resources.py").write_text(RESOURCES.replace("DATABASE)", f"{str(database)!r})"))
-    releases = defs / "releases"
-    (releases / "specs").mkdir(parents=True)
+    (made.defs / "warehouse.py").write_text(WAREHOUSE)
+    (made.defs / "resources.py").write_text(RESOURCES.replace("DATABASE)", f"{str(database)!r})"))
+    dg(made, home, "scaffold", "defs", COMPONENT, "releases")
+    releases = made.defs / "releases"
+    scaffolded = yaml.safe_load((releases / "defs.yaml").read_text())
+    assert scaffolded == {"type": COMPONENT, "attributes": {"config_dir": "specs"}}
+    for starter in (releases / "specs").glob("*.yaml"):  # the starter release: replaced by the project's own
+        starter.unlink()
     (releases / "defs.yaml").write_text(textwrap.dedent(f"""\
-        type: anon_dagster.AnonReleaseComponent
+        type: {COMPONENT}
         attributes:
           config_dir: specs
           storage_dir: {tmp_path / "state" / "storage"}
           ledger_path: {tmp_path / "state" / "ledger.sqlite"}
         """))
     to_s3 = spec("discharges_open", {"path": s3_bucket.uri("open-data/{release}/{partition}.parquet")})
-    to_table = spec("discharges_table", {"path": "../../../../published/{release}/{partition}.parquet",
+    to_table = spec("discharges_table", {"path": "../../../../../published/{release}/{partition}.parquet",
                                          "io_manager": "warehouse", "table": "discharges_open"})
     for body in (to_s3, to_table):
         (releases / "specs" / f"{body['release']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
@@ -110,7 +114,7 @@ def project(tmp_path, master_key, s3_bucket, monkeypatch):
     from anon_dagster.cli import main
 
     assert main(["ledger", "init"]) == 0
-    return root, database, load_project(root, PACKAGE)
+    return made.root, database, load_project(made)
 
 
 def run(defs, partition: str, instance, keys: list[AssetKey]):
