@@ -24,7 +24,10 @@ release without any key store stores and reads its tables in clear text and has 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,6 +36,15 @@ from typing import Any
 
 from ...errors import SecretError
 from ...pseudonymize.audit import AuditLog
+from ...pseudonymize.keystore import (
+    ENV_DEV,
+    ENV_KEYSTORE,
+    ENV_MASTER_KEY,
+    ENV_PASSPHRASE,
+    ENV_STATE,
+    ENV_VAULT_KEY,
+    open_keystore,
+)
 from .binding import runner
 from .custody import custody_log
 
@@ -40,8 +52,13 @@ from .custody import custody_log
 READ_GOVERNED_STEPS = ("raw", "pseudonymized")
 NO_RUN = "-"
 
+# the variables that decide which key store the environment names (Vault's address and token included)
+_KEY_VARIABLES = (ENV_KEYSTORE, ENV_PASSPHRASE, ENV_MASTER_KEY, ENV_VAULT_KEY, ENV_STATE, ENV_DEV, "VAULT_ADDR",
+                  "VAULT_TOKEN")
+
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()
+_environment_store: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,17 @@ def record(action: str, *, keystore: Any = None, why: str = "", run: str | None 
     return log.append(event)
 
 
+def environment_keystore() -> Any:
+    """The key store the environment names, opened once per process and set of variables (a key
+    file's scrypt unsealing is not repeated at every read); SecretError as :func:`open_keystore`."""
+    marker = hashlib.sha256(json.dumps([os.environ.get(n) for n in _KEY_VARIABLES]).encode()).hexdigest()
+    if marker not in _environment_store:
+        store = open_keystore()
+        _environment_store.clear()
+        _environment_store[marker] = store
+    return _environment_store[marker]
+
+
 def record_read(name: Sequence[str], partition: str | None) -> dict[str, Any] | None:
     """The custody entry of a read of the stored table ``name`` (``(release, step)``) of
     ``partition``; None for a table whose reads are not governed, or when there is no custody log
@@ -97,8 +125,9 @@ def record_read(name: Sequence[str], partition: str | None) -> dict[str, Any] | 
         return None
     context = _context()
     try:
-        return record("read", release="/".join(name[:-1]), step=name[-1], partition=partition or "",
-                      why=context.why or "load of a stored intermediate table")
+        keystore = context.keystore if context.keystore is not None else environment_keystore()
+        return record("read", keystore=keystore, release="/".join(name[:-1]), step=name[-1],
+                      partition=partition or "", why=context.why or "load of a stored intermediate table")
     except SecretError as exc:
         if "read" not in _warned:
             _warned.add("read")
@@ -106,4 +135,5 @@ def record_read(name: Sequence[str], partition: str | None) -> dict[str, Any] | 
         return None
 
 
-__all__ = ["NO_RUN", "READ_GOVERNED_STEPS", "CustodyContext", "custody_context", "record", "record_read"]
+__all__ = ["NO_RUN", "READ_GOVERNED_STEPS", "CustodyContext", "custody_context", "environment_keystore", "record",
+           "record_read"]
