@@ -1,11 +1,6 @@
-"""How a release spec becomes Dagster objects: one translator decides every attribute.
-
-Like dagster-dbt's ``DagsterDbtTranslator``: subclass :class:`ReleaseTranslator` and override a
-method to change one convention (asset keys, group, descriptions, kinds, owners, tags, code
-versions, metadata, check specs, job, schedule and sensor names); pass the instance to
-``build_release``, ``load_release_definitions``, the component and the runner. The words and
-kinds of each step are the core's (:mod:`anon_dagster.release.step_conventions`).
-"""
+"""How a release spec becomes Dagster objects: subclass :class:`ReleaseTranslator` and override a
+method to change one convention (docs/dagster.md). The conventions themselves are the core's:
+:mod:`anon_dagster.release.release_names` and :mod:`anon_dagster.release.step_conventions`."""
 
 from __future__ import annotations
 
@@ -14,7 +9,9 @@ from typing import Any
 
 from dagster import AssetCheckSpec, AssetKey, PartitionsDefinition
 
+from ..release import release_names as names
 from ..release.pipeline import DeclaredCheck, declared_checks
+from ..release.release_names import FRESHNESS_CHECK, PUBLICATION_CHECK
 from ..release.step_conventions import (
     PUBLICATION_TEXT,
     STEPS,
@@ -24,20 +21,14 @@ from ..release.step_conventions import (
     step_description,
     step_kinds,
 )
-from ..release.stored import at_rest_policy
 from ..spec import ReleaseSpec
-from .io_manager import AT_REST_KEY
-
-PUBLICATION_CHECK = "publication"
-FRESHNESS_CHECK = "freshness"
 
 
 class ReleaseTranslator:
     """The conventions that turn a :class:`ReleaseSpec` into Dagster objects."""
 
     def asset_key(self, spec: ReleaseSpec, step: str) -> AssetKey:
-        """``<release>/<step>`` for the steps raw, pseudonymized, anonymized, published."""
-        return AssetKey([spec.release, step])
+        return AssetKey(names.asset_path(spec, step))
 
     def group_name(self, spec: ReleaseSpec) -> str:
         return spec.release
@@ -49,51 +40,33 @@ class ReleaseTranslator:
         return step_kinds(spec, step)
 
     def owners(self, spec: ReleaseSpec, step: str) -> list[str]:
-        """The spec's ``owners`` (e-mail addresses or ``team:<name>``), on every step."""
-        return list(getattr(spec, "owners", None) or [])
+        return names.owners(spec)
 
     def tags(self, spec: ReleaseSpec, step: str) -> dict[str, str]:
-        """The spec's ``tags``, on every step."""
-        return dict(getattr(spec, "tags", None) or {})
+        return names.tags(spec)
 
     def code_version(self, spec: ReleaseSpec, step: str) -> str:
         return code_version(spec)
 
     def metadata(self, spec: ReleaseSpec, step: str) -> dict[str, Any]:
-        """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step
-        (the core's :func:`~anon_dagster.release.stored.at_rest_policy`: every stored step is still
-        personal data)."""
-        policy = at_rest_policy(spec, step)
-        out: dict[str, Any] = {AT_REST_KEY: policy} if policy is not None else {}
-        if step == "raw":
-            out["spec"] = str(spec.spec_path) if spec.spec_path else spec.release
-        return out
+        """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step."""
+        return names.step_metadata(spec, step)
 
     def checks(self, spec: ReleaseSpec) -> list[DeclaredCheck]:
-        """The checks on the anonymized asset (from the criteria registry), in order."""
         return declared_checks(spec)
 
     def check_description(self, spec: ReleaseSpec, check: DeclaredCheck) -> str:
         return check.description
 
     def check_specs(self, spec: ReleaseSpec, partitions_def: PartitionsDefinition | None) -> list[AssetCheckSpec]:
-        """One partition-aware check spec per declared check, on the anonymized asset.
-
-        Not blocking in Dagster's sense (a failed one does not skip the published step): the
-        published step re-verifies every one of them and materializes its outcome, published or
-        refused, with the blocking ``publication`` check (:meth:`publication_check_spec`). So a
-        refusal shows on the published asset and never leaves a partition without an outcome
-        (a later partition waits for it: see :mod:`anon_dagster.dagster.ordering`).
-        """
-        anonymized = self.asset_key(spec, "anonymized")
+        """One partition-aware check spec per declared check, on the anonymized asset; not blocking
+        in Dagster's sense: the published step re-verifies them all (:meth:`publication_check_spec`)."""
+        deps = [self.asset_key(spec, step) for step in names.CHECK_INPUTS]
         with _partition_aware_checks():
-            return [
-                AssetCheckSpec(c.name, asset=anonymized, blocking=False, partitions_def=partitions_def,
-                               additional_deps=[self.asset_key(spec, "raw"), self.asset_key(spec, "pseudonymized")],
-                               description=self.check_description(spec, c),
-                               metadata={"spec_key": c.spec_key, "severity": c.severity})
-                for c in self.checks(spec)
-            ]
+            return [AssetCheckSpec(c.name, asset=self.asset_key(spec, "anonymized"), blocking=False,
+                                   partitions_def=partitions_def, additional_deps=deps,
+                                   description=self.check_description(spec, c), metadata=names.check_metadata(c))
+                    for c in self.checks(spec)]
 
     def publication_check_name(self, spec: ReleaseSpec) -> str:
         return PUBLICATION_CHECK
@@ -102,8 +75,7 @@ class ReleaseTranslator:
         return PUBLICATION_TEXT
 
     def publication_check_spec(self, spec: ReleaseSpec, partitions_def: PartitionsDefinition | None) -> AssetCheckSpec:
-        """The blocking, partition-aware check on the published asset that holds the partition's
-        outcome: passed when published, failed with the refusal's reasons."""
+        """The blocking, partition-aware check on the published asset holding the partition's outcome."""
         with _partition_aware_checks():
             return AssetCheckSpec(self.publication_check_name(spec), asset=self.asset_key(spec, "published"),
                                   blocking=True, partitions_def=partitions_def,
@@ -116,27 +88,25 @@ class ReleaseTranslator:
         return freshness_text(spec)
 
     def freshness_check_spec(self, spec: ReleaseSpec) -> AssetCheckSpec:
-        """The check on the published asset judging the latest publication's age (not blocking,
-        not partitioned: it is the release's, whichever partition was published last)."""
+        """The release's (unpartitioned, not blocking) check of the latest publication's age."""
         return AssetCheckSpec(self.freshness_check_name(spec), asset=self.asset_key(spec, "published"),
                               blocking=False, description=self.freshness_check_description(spec))
 
     def job_name(self, spec: ReleaseSpec) -> str:
-        return f"{spec.release}_release"
+        return names.job_name(spec)
 
     def schedule_name(self, spec: ReleaseSpec) -> str:
-        return f"{spec.release}_schedule"
+        return names.schedule_name(spec)
 
     def source_sensor_name(self, spec: ReleaseSpec) -> str:
-        return f"{spec.release}_source_sensor"
+        return names.source_sensor_name(spec)
 
     def freshness_sensor_name(self, spec: ReleaseSpec) -> str:
-        return f"{spec.release}_freshness_sensor"
+        return names.freshness_sensor_name(spec)
 
 
 class _partition_aware_checks(warnings.catch_warnings):
-    """Partition-aware checks are a Dagster preview feature, used knowingly: without them a check
-    on a partitioned asset reports one unresolved result for all partitions."""
+    """Partition-aware checks are a Dagster preview feature, used knowingly."""
 
     def __enter__(self):
         out = super().__enter__()
