@@ -1,11 +1,7 @@
 """Dagster metadata of the core's results: plain data converted to :class:`dagster.MetadataValue`.
 
-The evidence a check shows is chosen by the core (``CheckResult.evidence``), figures are shown
-as :mod:`anon_dagster.release.shown_values` rounds them and prose as
-:func:`~anon_dagster.release.report.markdown.md_text` writes it. Here: the conversion, and
-:func:`fit`, which keeps one event's metadata below :data:`MAX_METADATA_BYTES` as Dagster
-serializes it (the largest tables are cut, each with its ``<name>_note``; a JSON value that still
-does not fit becomes a line saying where the whole is). See docs/dagster.md.
+What is shown is the core's (``CheckResult.evidence``, :mod:`anon_dagster.release.shown_values`,
+:mod:`anon_dagster.release.metadata_fit`); here, the conversion (docs/dagster.md).
 """
 
 from __future__ import annotations
@@ -29,13 +25,18 @@ from dagster import (
 
 from ..objectstore import ObjectPath
 from ..release.evaluation import CheckResult, Evaluation, EvidenceTable
+from ..release.metadata_fit import (
+    KEPT_WHOLE,
+    MAX_METADATA_BYTES,
+    cut_rows_note,
+    cut_text,
+    fit_entries,
+    metadata_size,
+    too_large,
+    where_text,
+)
 from ..release.report.markdown import md_text
 from ..release.shown_values import DIGITS, figure, measured_value, record_summary, rounded
-
-# the most a materialization or check evaluation writes to the event log, as serialized there
-MAX_METADATA_BYTES = 50_000
-# entries never cut to fit: the verdict, its figures and the contract form
-KEPT_WHOLE = ("summary", "measured", "threshold", "spec_key", "check", "report", "transformation_record_file")
 
 
 def md_value(text: Any) -> MarkdownMetadataValue:
@@ -73,48 +74,31 @@ def _size(value: Any) -> int:
 
 def metadata_bytes(metadata: Mapping[str, Any]) -> int:
     """The size of ``metadata`` as Dagster serializes it into the event log (each entry)."""
-    return sum(_size(v) + len(k) for k, v in metadata.items())
-
-
-_CUT = "cut to its first "
-
-
-def _cut(name: str, value: Any, out: dict[str, Any], where: str) -> bool:
-    """Make entry ``name`` of ``out`` smaller; False when it cannot be."""
-    if isinstance(value, TableMetadataValue) and len(value.records) > 1:
-        keep = len(value.records) // 2
-        out[name] = MetadataValue.table(records=value.records[:keep], schema=value.schema)
-        before = out.get(f"{name}_note")
-        note = before.value.split(_CUT)[0].removesuffix("; ") if isinstance(before, TextMetadataValue) else ""
-        out[f"{name}_note"] = MetadataValue.text((f"{note}; " if note else "") + f"{_CUT}{keep} rows to fit the event log{where}")
-        return True
-    if isinstance(value, JsonMetadataValue | MarkdownMetadataValue | TextMetadataValue):
-        text = value.value if isinstance(value, MarkdownMetadataValue | TextMetadataValue) else None
-        if text is not None and len(text) > 2000:
-            make = MetadataValue.md if isinstance(value, MarkdownMetadataValue) else MetadataValue.text
-            out[name] = make(text[:1000] + f" … (cut to fit the event log{where})")
-            return True
-        if isinstance(value, JsonMetadataValue):
-            out[name] = MetadataValue.text(f"{_size(value):,} bytes, too large for the event log{where}")
-            return True
-    return False
+    return metadata_size(metadata, _size)
 
 
 def fit(metadata: dict[str, Any], limit: int = MAX_METADATA_BYTES, whole: Path | str | None = None) -> dict[str, Any]:
-    """``metadata`` cut to at most ``limit`` bytes as serialized (see the module docstring):
-    the largest entry not in :data:`KEPT_WHOLE` is cut first, until it fits. ``whole`` is where
-    the whole evidence is (named in the notes)."""
-    out = dict(metadata)
-    where = f"; the whole is in {whole}" if whole else ""
-    done: set[str] = set()
-    while metadata_bytes(out) > limit:
-        candidates = [(_size(v), k) for k, v in out.items() if k not in KEPT_WHOLE and k not in done]
-        if not candidates:
-            break
-        _, name = max(candidates)
-        if not _cut(name, out[name], out, where):
-            done.add(name)
-    return out
+    """``metadata`` cut to at most ``limit`` bytes as serialized
+    (:mod:`anon_dagster.release.metadata_fit`); ``whole`` is where the whole evidence is."""
+    where = where_text(whole)
+
+    def cut(name: str, value: Any, out: dict[str, Any]) -> bool:
+        if isinstance(value, TableMetadataValue) and len(value.records) > 1:
+            keep = len(value.records) // 2
+            out[name] = MetadataValue.table(records=value.records[:keep], schema=value.schema)
+            before = out.get(f"{name}_note")
+            out[f"{name}_note"] = MetadataValue.text(
+                cut_rows_note(before.value if isinstance(before, TextMetadataValue) else None, keep, where))
+            return True
+        if isinstance(value, MarkdownMetadataValue | TextMetadataValue) and (short := cut_text(value.value, where)):
+            out[name] = (MetadataValue.md if isinstance(value, MarkdownMetadataValue) else MetadataValue.text)(short)
+            return True
+        if isinstance(value, JsonMetadataValue):
+            out[name] = MetadataValue.text(too_large(_size(value), where))
+            return True
+        return False
+
+    return fit_entries(metadata, _size, cut, limit)
 
 
 def as_metadata(values: Mapping[str, Any], whole: Path | str | None = None) -> dict[str, Any]:
@@ -162,6 +146,6 @@ def anonymized_metadata(result: Any, record_file: Path) -> dict[str, Any]:
 
 
 __all__ = [
-    "DIGITS", "MAX_METADATA_BYTES", "anonymized_metadata", "as_metadata", "check_metadata", "figure", "fit",
+    "DIGITS", "KEPT_WHOLE", "MAX_METADATA_BYTES", "anonymized_metadata", "as_metadata", "check_metadata", "figure", "fit",
     "md_value", "metadata_bytes", "metadata_value", "record_summary", "rounded",
 ]
