@@ -1,6 +1,5 @@
-"""A broken release spec in Dagster: its own group ``<name>`` with one asset ``<name>/spec``,
-whose blocking check ``spec_valid`` fails with every problem of the file (and materializing it
-refuses with the same lines). Names and messages: :mod:`anon_dagster.spec.broken`."""
+"""A broken release spec in Dagster: asset ``<name>/spec`` and its failing blocking check
+``spec_valid`` (names and messages: :mod:`anon_dagster.spec.broken`)."""
 
 from dagster import (
     AssetCheckExecutionContext,

@@ -1,9 +1,5 @@
-"""Dagster time-window partitions from a release spec's ``partitions`` block.
-
-The windows, their keys and the cron of their boundaries are defined in
-:mod:`anon_dagster.partitions`; this module gives Dagster the same windows. Only complete
-periods exist (``end_offset=0``): a release is never made of a period still filling up.
-"""
+"""Dagster time-window partitions: the windows of :mod:`anon_dagster.partitions`, complete
+periods only (``end_offset=0``): a release is never made of a period still filling up."""
 
 from __future__ import annotations
 

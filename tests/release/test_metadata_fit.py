@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from anon_dagster.release.metadata_fit import cut_rows_note, cut_text, fit_entries, too_large, where_text
+from anon_dagster.release.metadata_fit import (
+    cut_rows_note,
+    cut_text,
+    fit_entries,
+    too_large,
+    where_text,
+)
 
 
 def test_the_largest_entry_not_kept_whole_is_cut_first_until_it_fits():
