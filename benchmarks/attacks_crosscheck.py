@@ -9,11 +9,13 @@ that interpreter with ``-c``). When the environment cannot be made (no network, 
 and exits 0.
 
 The releases are the ladder's (``examples/attacks_ladder.py``): Adult split at random into a
-released half and a control half, published raw, by global recoding (k = 10) and by Mondrian
-(k = 5); the attacker knows the seven quasi-identifiers, the secrets are occupation and salary
-class. In this process :func:`anon_dagster.risk.attacks.run_attacks`'s steps (``prepare`` then
-``attack``) give the ladder's figures, every person a target. Then three tables are written to a
-temporary folder as parquet, so that both tools see the same inputs:
+released half and a control half, published raw, by global recoding (k = 10), by Mondrian
+(k = 5) and as a CART synthetic table of the half (leaf 5); the attacker knows the seven
+quasi-identifiers, the secrets are occupation and salary class. In this process
+:func:`anon_dagster.risk.attacks.run_attacks`'s steps (``prepare`` then ``attack``) give the
+ladder's figures, every person a target (on the synthetic table the training records are the
+main targets, scored as control targets are). Then three tables are written to a temporary
+folder as parquet, so that both tools see the same inputs:
 
 - the release as published;
 - the main records: the released persons' raw records in the release's row order, decoded into
@@ -22,6 +24,9 @@ temporary folder as parquet, so that both tools see the same inputs:
   when none does; raw: the values);
 - the control records (never released), decoded the same way.
 
+The synthetic rung is anonymeter's own case and needs no decoding: the synthetic table, the
+training records (ori) and the control records, as they are.
+
 anonymeter's ``SinglingOutEvaluator`` (multivariate, ``n_cols`` = the seven QIs: the
 conjunction over every column, as anon_dagster's multivariate predicate; QIs compared as text
 so both tools use equality predicates), ``LinkabilityEvaluator`` (the same two parts of the
@@ -29,7 +34,9 @@ columns, ``n_neighbors=1``) and ``InferenceEvaluator`` (each secret, categorical
 with ``--attacks`` targets each (singling out: at most the release's number of distinct
 tuples). The child also measures, on anonymeter's own inputs and draws, the mechanisms behind
 each disagreement: the rows its singling out drops as duplicates and what its queries match on
-the table as published (per person); the ties its linkability breaks (every release record at
+the table as published (per person; on the synthetic table, how many distinct synthetic tuples are
+a training or a control record's against how many training or control persons find their own
+tuple on exactly one synthetic row); the ties its linkability breaks (every release record at
 its nearest distance, on its own distance function) and the link rate with ties kept; what its
 inference baseline compares (guesses matched to targets by index label) and the rate of a
 positionally random guess.
@@ -170,7 +177,24 @@ def tie_sets(syn, queries, cols, block=200):
         yield start, d <= d.min(axis=1, keepdims=True) + 1e-9
 
 
-def singling_out(rel, main, ctl, qis, n_attacks, seed):
+def presence(syn, ori, con):
+    """A synthetic table's tuples against the real records, both ways: how many distinct synthetic
+    tuples (anonymeter's query pool) are a training / control record's, and how many training /
+    control persons find their own tuple exactly once among the synthetic rows (anon_dagster's
+    success)."""
+    counts = syn.value_counts()
+    keys = {side: pd.MultiIndex.from_frame(f) for side, f in (("main", ori), ("control", con))}
+    unique = counts.index[counts.to_numpy() == 1]
+    out = {"syn_distinct": len(counts), "syn_unique": len(unique)}
+    for side, key in keys.items():
+        on_syn = counts.reindex(key).fillna(0).to_numpy()
+        out[side] = {"distinct_real": int(counts.index.isin(key).sum()),
+                     "unique_real": int(unique.isin(key).sum()),
+                     "persons_once": float((on_syn == 1).mean()), "persons_absent": float((on_syn == 0).mean())}
+    return out
+
+
+def singling_out(rel, main, ctl, qis, n_attacks, seed, synthetic=False):
     syn, ori, con = (f[qis].astype(str) for f in (rel, main, ctl))
     distinct = len(syn.drop_duplicates())
     n = min(n_attacks, distinct)
@@ -197,6 +221,11 @@ def singling_out(rel, main, ctl, qis, n_attacks, seed):
         "control_deduplicated": int((np.array(soe._evaluate_queries(ev._control, generated)) == 1).sum()),
         "control_per_person": int((on_con == 1).sum()),
     }
+    if synthetic:
+        on_syn = np.array(soe._evaluate_queries(pl.DataFrame(syn), generated), dtype=float)
+        out["mechanism"]["presence"] = presence(syn, ori, con)
+        out["mechanism"]["queries_unique_rows"] = int((on_syn == 1).sum())
+        out["mechanism"]["success_unique_rows"] = int((succeeded & (on_syn == 1)).sum())
     return out
 
 
@@ -284,7 +313,8 @@ for name, files in job["releases"].items():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             t0 = time.perf_counter()
-            run["singling_out"] = singling_out(rel, main, ctl, job["qis"], job["n_attacks"], seed)
+            run["singling_out"] = singling_out(rel, main, ctl, job["qis"], job["n_attacks"], seed,
+                                               name in job["synthetic"])
             t1 = time.perf_counter()
             run["linkability"] = linkability(rel, main, ctl, tuple(job["parts"]), job["n_attacks"], seed)
             t2 = time.perf_counter()
@@ -327,12 +357,15 @@ def ensure_venv() -> Path | None:
 
 
 def release_of(method: str, k: int, released: pd.DataFrame, folder: Path):
-    """One rung of the ladder: the published rows, their raw records (same order), the
-    transformation record and the hierarchies (None for the raw release)."""
+    """One rung of the ladder: the published rows, their raw records (same order; a synthetic
+    table's: every training record, in no relation to the rows), the transformation record and
+    the hierarchies (None for the raw and the synthetic release: values published as they are)."""
     if method == "none":
         return released, released, None, None
     spec = ladder.adult_spec(folder, method, k)
     result = anonymize(released, spec)
+    if method == "synthetic":
+        return result.data, released, None, None
     return result.data, released.loc[result.data.index], result.record, spec.hierarchies
 
 
@@ -393,9 +426,10 @@ def ours(name: str, method: str, k: int, released: pd.DataFrame, control: pd.Dat
          tmp: Path, seed: int) -> dict[str, Any]:
     """anon_dagster's attacks on one rung and the three tables written for anonymeter."""
     published, originals, record, hierarchies = release_of(method, k, released, folder)
+    synthetic = method == "synthetic"
     t0 = time.process_time()
     setup = prepare(published, originals, control, columns=QIS, secrets=SECRETS, record=record,
-                    hierarchies=hierarchies, config=AttackConfig(targets=None))
+                    hierarchies=hierarchies, config=AttackConfig(targets=None), synthetic=synthetic)
     results = attack(setup, ATTACKS, SECRETS)
     cpu = time.process_time() - t0
     figures = {}
@@ -406,12 +440,16 @@ def ours(name: str, method: str, k: int, released: pd.DataFrame, control: pd.Dat
                         "main_ci": [r.main.low, r.main.high], "control_ci": [r.control.low, r.control.high],
                         "residual": r.residual, "low": r.residual_low, "high": r.residual_high,
                         "targets": [r.main.n, r.control.n]}
-    rng = np.random.default_rng([seed, len(name)])
-    main, main_stats = decode(setup, originals, rng, own=setup.tuples(QIS).row_tuple)
-    ctl, ctl_stats = decode(setup, control, rng)
-    same = (main[QIS].astype(str).to_numpy() == published[QIS].astype(str).to_numpy()).all(axis=1)
-    reach = {side: reached(setup, published, raw, decoded)
-             for side, raw, decoded in (("main", originals, main), ("control", control, ctl))}
+    if synthetic:  # anonymeter's own case: ori the training records, syn the table, nothing to decode
+        main, ctl, decoded, reach = originals, control, {"synthetic": True}, {}
+    else:
+        rng = np.random.default_rng([seed, len(name)])
+        main, main_stats = decode(setup, originals, rng, own=setup.tuples(QIS).row_tuple)
+        ctl, ctl_stats = decode(setup, control, rng)
+        same = (main[QIS].astype(str).to_numpy() == published[QIS].astype(str).to_numpy()).all(axis=1)
+        decoded = {"main": main_stats, "control": ctl_stats, "main_equal_published": float(same.mean())}
+        reach = {side: reached(setup, published, raw, decoded_side)
+                 for side, raw, decoded_side in (("main", originals, main), ("control", control, ctl))}
     folder_out = tmp / name.replace(" ", "_").replace("=", "")
     folder_out.mkdir()
     files = {}
@@ -419,8 +457,7 @@ def ours(name: str, method: str, k: int, released: pd.DataFrame, control: pd.Dat
         files[what] = str(folder_out / f"{what}.parquet")
         as_written(frame).to_parquet(files[what], index=False)
     return {"release": name, "rows": len(published), "cpu": cpu, "attacks": figures, "files": files,
-            "decoded": {"main": main_stats, "control": ctl_stats, "main_equal_published": float(same.mean())},
-            "reached": reach}
+            "synthetic": synthetic, "decoded": decoded, "reached": reach}
 
 
 def reached(setup, published: pd.DataFrame, raw: pd.DataFrame, decoded: pd.DataFrame) -> dict[str, float]:
@@ -519,6 +556,9 @@ def explanations(rungs: list[dict[str, Any]], theirs: dict[str, Any]) -> list[st
                    "release person.)")
         for r, m in so:
             x = m["mechanism"]
+            if r["synthetic"]:
+                out.append(synthetic_singling_out(r, m))
+                continue
             dropped = x["release_rows"] - x["release_distinct"]
             per_person = x["success_per_person"] / max(x["queries"], 1)
             out.append(
@@ -563,7 +603,7 @@ def explanations(rungs: list[dict[str, Any]], theirs: dict[str, Any]) -> list[st
                     f"(|A∩B| / |A||B|) {x['rate_ties_kept']:.3f} ({x['links_ties_kept']:.1f} links expected); "
                     f"{x['links_among_ties']:,} of its links joined two tied parts; "
                     f"its picks lie in the recomputed tie sets for {x['picks_in_ties']:.1%} of targets (check).")
-            for side in ("main", "control"):
+            for side in r["reached"]:  # none on a synthetic table: nothing was decoded
                 y = r["reached"][side]
                 if (y["A_covering"], y["B_covering"]) != (y["A_equal_labels"], y["B_equal_labels"]):
                     out.append(
@@ -580,11 +620,21 @@ def explanations(rungs: list[dict[str, Any]], theirs: dict[str, Any]) -> list[st
         out.append("Inference baseline: anonymeter draws release rows at random for its guesses, then reindexes them "
                    "onto the targets by index label (`guesses.reindex_like(targets)`): a target gets the guess of the "
                    "release row carrying its own label, or none. The release and the main records are row-aligned "
-                   "(as an original table and its anonymized copy are), so that row is the target's own record.")
+                   "(as an original table and its anonymized copy are), so that row is the target's own record; a "
+                   "synthetic row under the same label is nobody's record.")
         for r in rungs:
             for key in inf_keys:
                 m, a = theirs[r["release"]][key], r["attacks"][key]
                 x = m["mechanism"]
+                if r["synthetic"]:
+                    out.append(
+                        f"- {r['release']}, {LABELS[key]}: {x['baseline_label_found']:.1%} of targets found a guess "
+                        f"(the others got NaN, counted wrong); the synthetic row carrying the target's label was right "
+                        f"{x['baseline_right_when_found']:.1%} of the time (a positionally random synthetic row: "
+                        f"{x['baseline_positional']:.3f}); baseline reported {m['baseline']:.3f} (about the two "
+                        f"multiplied), {x['baseline_every_target']:.3f} with every training record a target "
+                        f"(anon_dagster's baseline {a['baseline']:.3f}).")
+                    continue
                 out.append(
                     f"- {r['release']}, {LABELS[key]}: {x['baseline_label_found']:.1%} of targets found a guess "
                     f"(the others got NaN, counted wrong); those were right {x['baseline_right_when_found']:.1%} of "
@@ -612,6 +662,31 @@ def explanations(rungs: list[dict[str, Any]], theirs: dict[str, Any]) -> list[st
         out.append("Agreeing (main and control rates' 95 % intervals overlap, anon_dagster's residual inside "
                    "anonymeter's interval): " + ", ".join(agree) + ".")
     return out
+
+
+def synthetic_singling_out(r: dict[str, Any], m: dict[str, Any]) -> str:
+    """The singling-out disagreement on a synthetic table: the two tools ask converse questions."""
+    x, a = m["mechanism"], r["attacks"]["singling_out"]
+    p, q = x["presence"], x["queries"]
+    tm, tc = p["main"], p["control"]
+    return (f"- {r['release']}: anonymeter deduplicates the synthetic table too, so each of its "
+            f"{p['syn_distinct']:,} distinct tuples (of {x['release_rows']:,} rows) is a query that isolates; "
+            f"a query succeeds when the tuple is a training record's: {x['success_deduplicated']:,} of its {q:,} "
+            f"queries (its attack rate), against a control record's {x['control_deduplicated']:,}. Over every "
+            f"distinct synthetic tuple, {tm['distinct_real'] / p['syn_distinct']:.3f} are a training record's and "
+            f"{tc['distinct_real'] / p['syn_distinct']:.3f} a control record's: anonymeter measures how many "
+            f"synthetic combinations are real ones. anon_dagster asks the converse, per person: a target is "
+            f"singled out when their own tuple is on exactly one synthetic row. {p['syn_unique']:,} tuples are on "
+            f"one row; {tm['persons_once']:.3f} of training persons find theirs there (anon_dagster's main rate "
+            f"{a['main']:.3f}) and {tc['persons_once']:.3f} of control persons (control {a['control']:.3f}); "
+            f"{tm['persons_absent']:.3f} and {tc['persons_absent']:.3f} find theirs on no synthetic row. Those "
+            f"one-row tuples are {tm['unique_real']:,} training and {tc['unique_real']:,} control tuples. Of "
+            f"anonymeter's queries, {x['queries_unique_rows']:,} come from a tuple on one synthetic row and "
+            f"{x['success_unique_rows']:,} of them succeed; the other {q - x['queries_unique_rows']:,} each stand "
+            f"for several identical synthetic rows (a common combination, a real one more often) and "
+            f"{x['success_deduplicated'] - x['success_unique_rows']:,} of them succeed. "
+            f"Counted per training person, {x['success_per_person']:,} of its queries isolate one "
+            f"({x['control_per_person']:,} one control person).")
 
 
 def main() -> None:
@@ -644,6 +719,7 @@ def report(args: argparse.Namespace, python: Path, folder: Path, released: pd.Da
     job = tmp / "job.json"
     job.write_text(json.dumps({"releases": {r["release"]: r["files"] for r in rungs}, "qis": QIS,
                                "parts": list(default_parts(QIS)), "secrets": SECRETS, "n_attacks": args.attacks,
+                               "synthetic": [r["release"] for r in rungs if r["synthetic"]],
                                "seed": args.seed, "repeat": max(args.repeat, 1)}))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     start = time.perf_counter()
@@ -665,17 +741,21 @@ def report(args: argparse.Namespace, python: Path, folder: Path, released: pd.Da
           f"{wall:.0f} s.")
     for r in rungs:
         d = r["decoded"]
+        t = theirs[r["release"]]["seconds"]
+        timing = (f"anon_dagster {r['cpu']:.1f} s CPU, anonymeter {sum(t.values()):.1f} s (singling out "
+                  f"{t['singling_out']:.1f}, linkability {t['linkability']:.1f}, inference {t['inference']:.1f})")
+        if r["synthetic"]:
+            print(f"  {r['release']}: {r['rows']:,} synthetic rows; anonymeter's ori = the {len(released):,} "
+                  f"training records, control = the control records, as they are (nothing decoded); {timing}")
+            continue
         extra = ""
         if "nearest" in d["control"]:
             extra = (f" (held by their own class's box: {d['main']['own_class']:,}; by several classes' boxes: "
                      f"{d['main']['several']:,}); control records held by one class's box "
                      f"{d['control']['one_class']:,}, by several {d['control']['several']:,} (one drawn), by none "
                      f"{d['control']['nearest']:,} (the nearest class)")
-        t = theirs[r["release"]]["seconds"]
         print(f"  {r['release']}: {r['rows']:,} rows; main records decoded equal to their published row: "
-              f"{d['main_equal_published']:.1%}{extra}; anon_dagster {r['cpu']:.1f} s CPU, anonymeter "
-              f"{sum(t.values()):.1f} s (singling out {t['singling_out']:.1f}, linkability {t['linkability']:.1f}, "
-              f"inference {t['inference']:.1f})")
+              f"{d['main_equal_published']:.1%}{extra}; {timing}")
     print()
     for line in table(rungs, theirs, args.repeat):
         print(line)
