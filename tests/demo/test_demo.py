@@ -359,3 +359,28 @@ def test_run_demo_measures_the_first_partition(tmp_path, repo_root, monkeypatch,
     assert 0 < in_2024 < 600
     # whichever path measured it, the partition's row count is what was printed
     assert f"{in_2024:,}" in printed or str(in_2024) in printed
+
+
+def test_run_demo_approves_the_reviewed_release_as_the_dpo_then_publishes_it(tmp_path, repo_root, monkeypatch,
+                                                                             capsys):
+    import functools
+    import re
+    import shutil
+
+    from anon_dagster.demo import run as demo_run
+
+    config = tmp_path / "assets_config"
+    shutil.copytree(repo_root / "assets_config" / "hierarchies", config / "hierarchies")
+    shutil.copy(repo_root / "assets_config" / "hospital_discharges_reviewed.yaml", config)
+    out = tmp_path / "data" / "demo"
+    monkeypatch.setattr(demo_run, "default_out_dir", lambda: out)
+    monkeypatch.setattr(demo_run, "generate", functools.partial(generate, population=5000, discharges=600, seed=2))
+    assert demo_run.run_demo(config / "hospital_discharges_reviewed.yaml") == 0
+    printed = capsys.readouterr().out
+    assert "hospital_discharges_reviewed 2024: " in printed and "AWAITING APPROVAL" in printed
+    command = re.search(r"the demo's DPO runs: (anon-dagster approve \S+ --partition 2024 --evaluation "
+                        r"([0-9a-f]+) --as dpo --reason .+)", printed)
+    assert command is not None, printed
+    assert f"evaluation {command.group(2)}: approved by dpo" in printed and "1 run requested" in printed
+    assert "PUBLISHED" in printed.split("1 run requested", 1)[1]
+    assert (tmp_path / "published" / "hospital_discharges_reviewed" / "2024.parquet").exists()
