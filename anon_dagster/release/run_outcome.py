@@ -5,7 +5,8 @@ and materializations (of a step, with metadata), as plain values. The gate's che
 anonymized step; on the published step only the publication check counts (its failure is the
 refusal: ``failed_checks`` in its metadata, one reason per line of its description), the
 freshness check being no part of the gate. The published step's materialization says
-``outcome`` ``refused``, or where the publication was written (``path``, ``report``).
+``outcome`` ``refused``, ``awaiting_approval`` (with ``approve_command``; the publication check's
+failure then is no refusal), or where the publication was written (``path``, ``report``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def run_outcome(release: str, partition: str | None, success: bool, failed_steps
     refusal: tuple[list[str], list[str]] | None = None
     for c in checks:
         if c.step == "published":
-            if c.name == publication_check and not c.passed:
+            if c.name == publication_check and not c.passed and "outcome" not in c.metadata:  # awaiting: no refusal
                 refusal = (list(c.metadata.get("failed_checks") or []), (c.description or "").splitlines())
             continue
         out.add_check(c.name, c.passed, c.description, c.metadata.get("check"))
@@ -52,6 +53,10 @@ def run_outcome(release: str, partition: str | None, success: bool, failed_steps
             out.evaluation = str(metadata["evaluation"]) if "evaluation" in metadata else None
             if metadata.get("outcome") == "refused":
                 out.outcome = "refused"
+                continue
+            if metadata.get("outcome") == "awaiting_approval":  # passed, nothing written until approved
+                out.outcome, out.approve_command = "awaiting_approval", str(metadata.get("approve_command") or "")
+                out.report = Path(metadata["report"]) if "report" in metadata else None
                 continue
             out.outcome = "published"
             out.published, out.report = Path(metadata["path"]), Path(metadata["report"])
