@@ -197,14 +197,17 @@ def run_ui(rows: int) -> tuple[tuple[float, float], tuple[float, float]]:
                        "UI_RUN_RECORD": str(record)})
     definitions = folder / "definitions.py"
     definitions.write_text(f"DEFINITIONS = {str(REPO / 'definitions.py')!r}\n" + WORKER_DEFINITIONS)
-    # the code server and the worker inherit standard error: their logs go to the run's folder
-    log, saved = open(folder / "dagster.log", "wb"), os.dup(2)
+    # the code server and the worker inherit standard output and error: their logs go to the run's folder
+    sys.stdout.flush()
+    log, saved = open(folder / "dagster.log", "wb"), (os.dup(1), os.dup(2))
+    os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     try:
         return ui_launch(folder, record, definitions)
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
         log.close()
         for var in ("ANON_DAGSTER_CONFIG", "ANON_DAGSTER_LEDGER", "UI_RUN_RECORD"):
             os.environ.pop(var)
