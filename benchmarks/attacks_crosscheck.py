@@ -50,8 +50,8 @@ seeded by the release's hash and the same every run. anonymeter's unseeded draws
 child, and polars' ``Series.unique`` keeps first-seen order (the same values, so its random
 baseline queries repeat): the same command prints the same figures.
 
-At full size (the default) the run takes about 1.5 minutes on two cores, most of it anonymeter's
-nearest-neighbour searches; ``--rows 3000 --attacks 300`` takes about half a minute.
+At full size (the default) the run takes about 3.5 minutes on two cores shared with other work,
+most of it anonymeter's nearest-neighbour searches; ``--rows 3000 --attacks 300`` about a minute.
 """
 
 from __future__ import annotations
