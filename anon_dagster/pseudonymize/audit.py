@@ -38,6 +38,7 @@ import hashlib
 import hmac
 import json
 import os
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,10 +49,19 @@ from .keystore.anchor import GENESIS, AnchorInvalid, AnchorStore, AuditAnchor
 
 AUDIT_FILENAME = "audit.jsonl"
 ENV_AUDIT_LOG = "ANON_DAGSTER_AUDIT_LOG"
+# the orchestrator's run the entries being written belong to (set by release governance's
+# custody_context); "-" outside any run
+RUN: ContextVar[str | None] = ContextVar("anon_dagster_audit_run", default=None)
+
+
+def current_run() -> str:
+    """The run id the entries written now belong to, ``-`` outside an orchestrator's run."""
+    return RUN.get() or "-"
+
 
 __all__ = [
-    "AUDIT_FILENAME", "ENV_AUDIT_LOG", "GENESIS", "AuditLog", "AuditTampered", "VerifyResult",
-    "default_audit_path", "describe_entry", "verify_audit_log",
+    "AUDIT_FILENAME", "ENV_AUDIT_LOG", "GENESIS", "RUN", "AuditLog", "AuditTampered", "VerifyResult",
+    "current_run", "default_audit_path", "describe_entry", "verify_audit_log",
 ]
 
 

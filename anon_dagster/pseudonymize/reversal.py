@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..errors import UserError
-from .audit import AuditLog, AuditTampered
+from .audit import AuditLog, AuditTampered, current_run
 from .keystore import KeyStore
 from .methods import siv_decrypt, split_version
 from .tokens import open_vault
@@ -94,6 +94,7 @@ def reidentify(
         "action": "reidentify",
         "actor": (actor or "").strip(),
         "reason": (reason or "").strip(),
+        "run": current_run(),
         "method": method,
         "purpose": purpose,
         "scope": "population" if publication is None else "release",

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SecretError
-from ...pseudonymize.audit import AuditLog
+from ...pseudonymize.audit import RUN, AuditLog
 from ...pseudonymize.keystore import (
     ENV_DEV,
     ENV_KEYSTORE,
@@ -85,9 +85,11 @@ def custody_context(*, keystore: Any = None, run: str | None = None, why: str = 
     """Record the governed actions of the block with this key store, run id and reason (an
     orchestrator wraps a step's loads in it)."""
     token = _current.set(CustodyContext(keystore, run or NO_RUN, why, audit_path))
+    run_token = RUN.set(run or None)  # the reversal's own entries name the run too
     try:
         yield _context()
     finally:
+        RUN.reset(run_token)
         _current.reset(token)
 
 
