@@ -2,7 +2,7 @@
 scripts and demos; the runs show in ``dagster dev``). What a run did is read by the core
 (:mod:`anon_dagster.release.run_outcome`)."""
 
-from dagster import DagsterInstance, Definitions, ExecuteInProcessResult
+from dagster import DagsterInstance, Definitions, ExecuteInProcessResult, RunRequest
 
 from ..release.partition_outcome import PartitionOutcome
 from ..release.publication import kept_report
@@ -39,6 +39,18 @@ def materialize_release(defs: Definitions, spec: ReleaseSpec, instance: DagsterI
         private_dagster_home()
 
 
+def run_requested(defs: Definitions, spec: ReleaseSpec, instance: DagsterInstance, request: RunRequest,
+                  log_level: str = "CRITICAL", translator: ReleaseTranslator | None = None) -> PartitionOutcome:
+    """Run what a sensor of the release requested (its partition, selection and tags) in-process,
+    as the daemon would launch it, and summarize the run."""
+    t = translator or ReleaseTranslator()
+    job = defs.resolve_job_def(t.job_name(spec))
+    result = job.execute_in_process(partition_key=request.partition_key, instance=instance, raise_on_error=False,
+                                    asset_selection=request.asset_selection, tags=request.tags,
+                                    run_config={"loggers": {"console": {"config": {"log_level": log_level}}}})
+    return _outcome(result, spec, request.partition_key, t, None)
+
+
 def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str | None, t: ReleaseTranslator,
              reports_dir: str | None) -> PartitionOutcome:
     steps = {t.asset_key(spec, step): step for step in STEPS}
@@ -51,4 +63,4 @@ def _outcome(result: ExecuteInProcessResult, spec: ReleaseSpec, partition: str |
                        checks, mats, t.publication_check_name(spec), kept_report(spec, reports_dir, partition))
 
 
-__all__ = ["PartitionOutcome", "materialize_release", "release_partitions"]
+__all__ = ["PartitionOutcome", "materialize_release", "release_partitions", "run_requested"]

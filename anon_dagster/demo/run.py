@@ -170,7 +170,7 @@ def _approve_and_publish(defs: Any, instance: Any, spec: ReleaseSpec, out: Parti
     from dagster import build_sensor_context
 
     from ..cli import main as cli
-    from ..dagster.runner import _outcome
+    from ..dagster.runner import run_requested
     from ..dagster.translator import ReleaseTranslator
 
     t = ReleaseTranslator()
@@ -193,10 +193,6 @@ def _approve_and_publish(defs: Any, instance: Any, spec: ReleaseSpec, out: Parti
         os.environ[RUNNER_ENV] = PIPELINE_RUNNER
     requests = tick(seen).run_requests
     print(f"    approval sensor: {len(requests)} run requested", flush=True)
-    job = defs.resolve_job_def(t.job_name(spec))
     for request in requests:  # the run the daemon would launch
-        result = job.execute_in_process(partition_key=request.partition_key, instance=instance, raise_on_error=False,
-                                        asset_selection=request.asset_selection, tags=request.tags,
-                                        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})
-        out = _outcome(result, spec, request.partition_key, t, None)
+        out = run_requested(defs, spec, instance, request, translator=t)
     return out
