@@ -1,7 +1,8 @@
 """``anon-dagster audit verify|show|anchor``: check the audit log, list it, or anchor one that predates anchoring.
 
 The audit log holds the re-identifications and, as the custody log of release governance, every
-approval and rejection (docs/governance.md). ``show`` lists its entries once it verifies (exit 1
+approval and rejection, read of a stored raw or pseudonymized table, retention deletion, erasure
+and key operation (docs/governance.md). ``show`` lists its entries once it verifies (exit 1
 like ``verify`` otherwise): one line each, sequence, time, action, who, and what it concerns.
 
 ``verify`` exits 0 when every entry's MAC, sequence and chain, the head, and the key store's
@@ -34,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     asub = p.add_subparsers(dest="audit_command", metavar="ACTION")
     asub.required = True
     verify = asub.add_parser("verify", help="verify MACs, sequence and chain of every entry, and the key store's anchor")
-    show = asub.add_parser("show", help="list the entries (re-identifications, approvals, rejections) once the log verifies")
-    show.add_argument("--action", help="only entries of this action (e.g. approve, reject, reidentify)")
+    show = asub.add_parser("show", help="list the entries (re-identifications, approvals, reads, deletions, erasures, "
+                                          "key operations) once the log verifies")
+    show.add_argument("--action", help="only entries of this action (e.g. approve, reject, reidentify, read, "
+                                       "retention-delete, erase, key-rotate)")
     anchor = asub.add_parser("anchor", help="anchor a log written before the key store recorded anchors (logged)")
     anchor.add_argument("--actor", required=True, help="who adopts the log (recorded in it)")
     anchor.add_argument("--reason", required=True, help="why (recorded in the log)")

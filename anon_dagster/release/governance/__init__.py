@@ -16,7 +16,9 @@ The workflow (docs/governance.md):
 Modules: :mod:`.binding` (code version, runner, subject), :mod:`.records` (the ledger's
 governance events), :mod:`.custody` (the custody log), :mod:`.decisions` (approve, reject),
 :mod:`.admission` (the publication's approval step), :mod:`.requests` (the partitions an approval
-made due, for a sensor).
+made due, for a sensor), :mod:`.retention` (intermediates deleted past the spec's ``retention``),
+:mod:`.erasure` and :mod:`.suppression` (a person removed from the intermediates and from every
+later run), :mod:`.access` (the custody entries of reads, deletions, erasures and key operations).
 """
 
 from .admission import OUTCOME, AwaitingApproval, admit, approve_command

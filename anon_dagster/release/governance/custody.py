@@ -1,4 +1,5 @@
-"""The custody log: every approval and rejection, in the key store's tamper-evident audit log.
+"""The custody log: every approval and rejection, in the key store's tamper-evident audit log
+(reads, deletions, erasures and key operations are recorded by :mod:`.access`).
 
 The custody log *is* the audit log of :mod:`anon_dagster.pseudonymize.audit` (MAC-chained
 JSON lines under the key store's ``audit-log`` subkey, its head anchored in the key store), so
