@@ -34,3 +34,15 @@ def test_a_refused_publication_lists_each_reason_once_and_keeps_the_kept_report(
 def test_a_run_that_failed_before_the_gate_is_failed_with_its_steps():
     out = run_outcome("visits", "2023", False, ["visits__raw"], [], [], "publication", kept_report=None)
     assert (out.outcome, out.failed_steps, out.report) == ("failed", ["visits__raw"], None)
+
+
+def test_a_run_awaiting_approval_refuses_nothing_and_gives_the_approve_command():
+    checks = [RecordedCheck("anonymized", "k_anonymity", True, "k = 5"),
+              RecordedCheck("published", "publication", False, "awaiting approval",
+                            {"outcome": "awaiting_approval"})]
+    mats = [("published", {"outcome": "awaiting_approval", "evaluation": "ev3",
+                           "approve_command": "anon-dagster approve visits ev3", "report": "r/2024.md"})]
+    out = run_outcome("visits", "2024", True, [], checks, mats, "publication", kept_report=Path("kept.md"))
+    assert out.awaiting_approval and out.failed_checks == [] and out.reasons == []
+    assert (out.approve_command, out.report, out.published) == ("anon-dagster approve visits ev3", Path("r/2024.md"),
+                                                                 None)
