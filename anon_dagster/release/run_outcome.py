@@ -18,8 +18,6 @@ from typing import Any
 
 from .partition_outcome import PartitionOutcome
 
-AWAITING = "awaiting_approval"
-
 
 @dataclass(frozen=True)
 class RecordedCheck:
@@ -56,10 +54,6 @@ def run_outcome(release: str, partition: str | None, success: bool, failed_steps
             if metadata.get("outcome") == "refused":
                 out.outcome = "refused"
                 continue
-            if metadata.get("outcome") == AWAITING:
-                out.outcome, out.approve_command = AWAITING, str(metadata["approve_command"])
-                out.report = Path(metadata["report"]) if "report" in metadata else None
-                continue
             if metadata.get("outcome") == "awaiting_approval":  # passed, nothing written until approved
                 out.outcome, out.approve_command = "awaiting_approval", str(metadata.get("approve_command") or "")
                 out.report = Path(metadata["report"]) if "report" in metadata else None
@@ -70,4 +64,4 @@ def run_outcome(release: str, partition: str | None, success: bool, failed_steps
     return out.finish(kept_report if out.report is None else None)
 
 
-__all__ = ["AWAITING", "RecordedCheck", "run_outcome"]
+__all__ = ["RecordedCheck", "run_outcome"]
