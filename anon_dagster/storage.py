@@ -11,7 +11,8 @@ Definitions:
   store's ``data-at-rest`` subkey, in its own file
   ``<base>/.keys/<release>/<step>/<partition>/<key id>.key`` (JSON: ``format``, ``key_id``,
   ``stored_at``, the wrapped key); the associated data of the wrapping is
-  ``data-key|<release>/<step>|<partition>|<key id>``;
+  ``data-key|<release>/<step>|<partition>|<key id>|<stored_at>``, so a stored time edited to
+  extend retention leaves the key unusable;
 * encrypted file: ``ANONENC2 | key id (16 bytes) | nonce (12 bytes) | ciphertext+tag``, the
   AES-256-GCM encryption of the table's parquet (pyarrow) bytes under its data key. The
   associated data is ``<release>/<step>|<partition>`` (empty partition when unpartitioned), so
@@ -177,7 +178,7 @@ class TableStore:
             key_id, data_key_bytes = secrets.token_bytes(KEY_ID_BYTES), secrets.token_bytes(32)
             folder = self.key_folder(name, partition)
             make_private_dirs(folder, self.base)
-            wrapped = encrypt(data_key_bytes, key, _wrap_aad(aad, key_id))
+            wrapped = encrypt(data_key_bytes, key, _wrap_aad(aad, key_id, when))
             record = {"format": KEY_FILE_FORMAT, "key_id": key_id.hex(), "stored_at": when,
                       "wrapped": base64.b64encode(wrapped).decode()}
             # the new key is on disk before the file that needs it; the old one goes after it
@@ -235,13 +236,13 @@ class TableStore:
         key_file = self.key_folder(name, partition) / f"{key_id.hex()}.key"
         try:
             record = json.loads(key_file.read_text(encoding="utf-8"))
-            wrapped = base64.b64decode(record["wrapped"])
+            wrapped, when = base64.b64decode(record["wrapped"]), str(record["stored_at"])
         except FileNotFoundError:
             raise DataError(f"{path}: cannot be decrypted: its data key is gone (destroyed by retention, erasure "
                             "or a later write of the table, or the file was moved here)") from None
         except (OSError, ValueError, KeyError, TypeError):
             raise DataError(f"{key_file}: not a data key file") from None
-        return decrypt(wrapped, kek, _wrap_aad(associated_data(name, partition), key_id), str(path))
+        return decrypt(wrapped, kek, _wrap_aad(associated_data(name, partition), key_id, when), str(path))
 
     def stored_at(self, name: Sequence[str], partition: str | None) -> datetime | None:
         """When the table ``name`` of ``partition`` was stored (UTC); None when it is not stored."""
@@ -289,8 +290,8 @@ class TableStore:
         return had
 
 
-def _wrap_aad(aad: bytes, key_id: bytes) -> bytes:
-    return b"data-key|" + aad + b"|" + key_id.hex().encode()
+def _wrap_aad(aad: bytes, key_id: bytes, stored_at: str) -> bytes:
+    return b"data-key|" + aad + b"|" + key_id.hex().encode() + b"|" + stored_at.encode()
 
 
 def _default_read_hook(name: Sequence[str], partition: str | None) -> None:

@@ -151,3 +151,31 @@ def test_the_policy_decides_whether_a_key_is_needed():
     assert storage.data_key("owner-only", derive) is None
     with pytest.raises(SecretError):
         storage.data_key("encrypted", no_store)
+
+
+def test_a_stored_time_edited_to_extend_retention_leaves_the_table_unreadable(tmp_path):
+    import json
+    from datetime import UTC, datetime
+
+    store = TableStore(tmp_path)
+    store.write(NAME, "2024", frame(), KEY, stored_at=datetime(2026, 1, 1, 8, tzinfo=UTC))
+    assert store.stored_at(NAME, "2024") == datetime(2026, 1, 1, 8, tzinfo=UTC)
+    [key_file] = store.key_folder(NAME, "2024").iterdir()
+    record = json.loads(key_file.read_text())
+    key_file.write_text(json.dumps({**record, "stored_at": "2027-01-01T08:00:00Z"}))
+    with pytest.raises(DataError, match="cannot be decrypted"):
+        store.read(NAME, "2024", lambda: KEY, encrypted_only=True)
+
+
+def test_a_rewrite_and_a_shred_destroy_the_key_of_the_version_they_replace(tmp_path):
+    store = TableStore(tmp_path, on_read=lambda name, partition: None)
+    first = store.write(NAME, "2024", frame(), KEY).read_bytes()
+    copy = tmp_path / "copy.enc"
+    copy.write_bytes(first)
+    store.write(NAME, "2024", frame().head(1), KEY)
+    with pytest.raises(DataError, match="data key is gone"):
+        store.read_file(copy, NAME, "2024", lambda: KEY)
+    assert len(store.read(NAME, "2024", lambda: KEY)) == 1
+    shredded = store.shred(NAME, "2024")
+    assert shredded.key_destroyed and shredded.files == [store.path(NAME, "2024", True)]
+    assert store.partitions(NAME) == [] and not store.key_folder(NAME, "2024").exists()
