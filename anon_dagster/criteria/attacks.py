@@ -25,7 +25,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .registry import FRACTION, TOLERANCE, Judgement, ThresholdType, _exact, _number
+from .registry import (
+    FRACTION,
+    TOLERANCE,
+    Judgement,
+    ThresholdType,
+    _exact,
+    _number,
+    declared_bounds,
+)
 
 # How far above the threshold the residual risk's interval may reach before the check fails for
 # lack of evidence, even when the point estimate passes.
@@ -159,10 +167,7 @@ def attack_criterion_for_check(name: str) -> AttackCriterion | None:
 def declared_attacks(attacks: Any) -> list[tuple[AttackCriterion, float]]:
     """``(criterion, threshold)`` for every attack declared in ``policy.attacks`` (a model, a
     mapping, or None), in registry order."""
-    if attacks is None:
-        return []
-    get = attacks.get if isinstance(attacks, Mapping) else (lambda k: getattr(attacks, k, None))
-    return [(c, float(get(c.key))) for c in ATTACK_CRITERIA.values() if get(c.key) is not None]
+    return declared_bounds(ATTACK_CRITERIA, attacks)
 
 
 __all__ = ["ATTACK_CRITERIA", "EVIDENCE_MARGIN", "AttackCriterion", "AttackJudgement",

@@ -343,6 +343,16 @@ def criterion_for_check(name: str) -> Criterion | None:
     return _BY_CHECK.get(name)
 
 
+def declared_bounds(criteria: Mapping[str, Any], block: Any) -> list[tuple[Any, float]]:
+    """``(criterion, bound)`` for every numeric bound a spec block declares (a model, a mapping,
+    or None), in the order of ``criteria`` (a registry keyed by spec key); an absent or None
+    entry is not declared."""
+    if block is None:
+        return []
+    get = block.get if isinstance(block, Mapping) else (lambda k: getattr(block, k, None))
+    return [(c, float(get(c.key))) for c in criteria.values() if get(c.key) is not None]
+
+
 def declared_thresholds(thresholds: Any) -> list[tuple[Criterion, Any]]:
     """``(criterion, threshold)`` for every threshold declared, in registry order.
 

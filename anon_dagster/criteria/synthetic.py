@@ -21,7 +21,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .registry import FRACTION, TOLERANCE, Judgement, ThresholdType, _exact, _number
+from .registry import (
+    FRACTION,
+    TOLERANCE,
+    Judgement,
+    ThresholdType,
+    _exact,
+    _number,
+    declared_bounds,
+)
 
 
 @dataclass(frozen=True)
@@ -93,10 +101,7 @@ def synthetic_criterion_for_check(name: str) -> SyntheticCriterion | None:
 def declared_synthetic(bounds: Any) -> list[tuple[SyntheticCriterion, float]]:
     """``(criterion, threshold)`` for every bound declared in ``policy.synthetic`` (a model, a
     mapping, or None), in registry order."""
-    if bounds is None:
-        return []
-    get = bounds.get if isinstance(bounds, Mapping) else (lambda k: getattr(bounds, k, None))
-    return [(c, float(get(c.key))) for c in SYNTHETIC_CRITERIA.values() if get(c.key) is not None]
+    return declared_bounds(SYNTHETIC_CRITERIA, bounds)
 
 
 __all__ = ["SYNTHETIC_CRITERIA", "SyntheticCriterion", "declared_synthetic", "synthetic_criterion_for_check"]
