@@ -19,7 +19,6 @@ destroyed) and when. No value of the data is recorded.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 from ...errors import UserError
 from ...spec import ReleaseSpec
 from ..ledger import Ledger
+from ..step_storage import storage_folder
 from . import access
 from .binding import runner
 
@@ -52,14 +52,16 @@ def parse_now(text: str | None) -> datetime:
 
 
 def intermediates_base(explicit: str | Path | None = None) -> Path:
-    """Where the intermediates are stored: ``explicit``, else the IO manager's default
-    ``$DAGSTER_HOME/anon_dagster/storage``; UserError when neither is known."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if os.environ.get("DAGSTER_HOME"):
-        return Path(os.environ["DAGSTER_HOME"]) / "anon_dagster" / "storage"
-    raise UserError("where are the intermediate tables stored? give --storage (the IO manager's base_dir) "
-                    "or set DAGSTER_HOME")
+    """Where the intermediates are stored, as the IO manager finds it
+    (:func:`~anon_dagster.release.step_storage.storage_folder`): ``explicit``, else
+    ``$DAGSTER_HOME/anon_dagster/storage``; UserError when neither is known (the orchestrator's own
+    storage folder is known only inside it)."""
+
+    def unknown() -> Path:
+        raise UserError("where are the intermediate tables stored? give --storage (the IO manager's base_dir) "
+                        "or set DAGSTER_HOME")
+
+    return storage_folder(str(explicit) if explicit else None, unknown)
 
 
 @dataclass(frozen=True)
