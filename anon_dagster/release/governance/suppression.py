@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ...errors import SecretError, UserError
@@ -107,7 +108,12 @@ def drop_suppressed(spec: Any, raw: pd.DataFrame, keystore: Any) -> pd.DataFrame
     listed = suppressed(keystore, spec.release)
     if not listed:
         return raw
-    keep = ~pd.Series(person_pseudonyms(spec, raw[person_column(spec)], keystore)).isin(listed).to_numpy()
+    values = raw[person_column(spec)]
+    # a row without a person cannot be an erased person's (and linkage refuses it elsewhere, if it must)
+    named = (values.notna() & values.astype(str).str.strip().ne("")).to_numpy()
+    keep = np.ones(len(raw), dtype=bool)
+    if named.any():
+        keep[named] = ~pd.Series(person_pseudonyms(spec, values[named], keystore)).isin(listed).to_numpy()
     return raw.loc[keep].reset_index(drop=True) if not keep.all() else raw
 
 

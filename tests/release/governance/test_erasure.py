@@ -123,3 +123,14 @@ def test_a_key_rotation_is_in_custody(tmp_path, monkeypatch):
     ks = open_keystore(str(path), passphrase="a long test passphrase")
     ops = [(e["event"]["action"], e["event"]["why"], e["event"].get("version")) for e in AuditLog(ks).entries()]
     assert ops == [("key-init", "new deployment", 1), ("key-rotate", "yearly rotation", 2)]
+
+
+def test_only_the_suppressed_persons_rows_are_dropped_and_rows_without_a_person_stay(stored_release):
+    from anon_dagster.release.governance.suppression import add_suppressed, drop_suppressed
+
+    spec, ks = stored_release.spec, stored_release.keystore
+    raw = pd.DataFrame({"pid": ["PID000001", None, " PID000001 ", "pid000001", ""], "age": [30, 31, 42, 43, 30]})
+    assert drop_suppressed(spec, raw, ks) is raw  # nobody suppressed yet
+    add_suppressed(ks, spec.release, {str(person_pseudonyms(spec, pd.Series(["PID000001"]), ks)[0])})
+    # " PID000001 " is the same person once trimmed (the pid block's default normalize: trim, NFC, case kept)
+    assert drop_suppressed(spec, raw, ks)["age"].tolist() == [31, 43, 30]
