@@ -15,7 +15,7 @@ from ..risk.utility import joint_label_codes
 from .coding import code_qi, combine, factorize, group
 from .criteria import Policy, avg_risk_ok, suppression_budget
 from .global_recoding import apply_levels, classes_at, failing_rows
-from .lattice import Lattice, QuerySpec, SearchResult
+from .lattice import Lattice, QuerySpec, SearchResult, qi_above
 from .local_suppression import local_suppression
 from .outcome import NoSolution
 from .record import PersonSuppression, breakdown
@@ -50,12 +50,25 @@ def query_spec(spec, df: pd.DataFrame, work: pd.DataFrame, gen: list[str]) -> Qu
     )
 
 
+def minimum_levels(spec) -> dict[str, int]:
+    """``anonymization.min_levels``: the level each generalized QI starts from (0 when it is not
+    declared there), in the order of ``spec.generalized_qis``."""
+    declared = spec.anonymization.min_levels or {}
+    return {c: int(declared.get(c, 0)) for c in spec.generalized_qis}
+
+
 def run_global(df, work, spec, policy, sens_coded, progress, persons=None, linked_by=()):
     """The recoded table, the rows suppressed whole, the cells suppressed by column, the search
-    and the record's entries (``levels``, ``search``, ``cell_suppression``, ``person_suppression``)."""
+    and the record's entries (``levels``, ``search``, ``cell_suppression``, ``person_suppression``).
+
+    With ``anonymization.min_levels`` the search runs over the sub-lattice above those levels
+    (:func:`~.lattice.qi_above`): the lattice of the table generalized to them, as the Spark
+    engine builds it; the search's nodes are named by their levels in the whole lattice."""
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
     coded = {c: code_qi(work[c], spec.hierarchies[c]) for c in gen}
-    qis = [coded[c] for c in gen] + [code_qi(work[c], None) for c in pks]
+    floor = minimum_levels(spec)
+    offsets = [floor[c] for c in gen] + [0] * len(pks)
+    qis = [qi_above(coded[c], floor[c]) for c in gen] + [code_qi(work[c], None) for c in pks]
     query = query_spec(spec, df, work, gen)
 
     def run(linked):
@@ -63,15 +76,17 @@ def run_global(df, work, spec, policy, sens_coded, progress, persons=None, linke
                           [True] * len(gen) + [False] * len(pks), persons=linked)
         return lattice, lattice.search(frontier=spec.anonymization.frontier, progress=progress)
 
-    lattice, search = run(persons)
-    per_person = search if persons is not None else None
-    if persons is not None and not search.solved:
+    # ``found`` names the nodes in the lattice searched, ``search`` in the whole lattice
+    lattice, found = run(persons)
+    per_person = found.above(offsets) if persons is not None else None
+    if persons is not None and not found.solved:
         # no node reaches k per person within the budget: the row-level optimum, the persons
         # left to the release pipeline's person pass (which says what it would take)
-        lattice, search = run(None)
+        lattice, found = run(None)
+    search = found.above(offsets)
     check_solved(spec, policy, search)
     levels = dict(zip(gen, (int(v) for v in search.levels[: len(gen)]), strict=True))
-    row_class, sizes = classes_at(qis, list(search.levels))
+    row_class, sizes = classes_at(qis, list(found.levels))
     fail, _ = failing_rows(policy, row_class, sizes, sens_coded)
     full = apply_levels(work, spec.hierarchies, levels, coded)
     cells: dict[str, int] = {}
@@ -79,7 +94,7 @@ def run_global(df, work, spec, policy, sens_coded, progress, persons=None, linke
     if search.per_person:
         # the persons below k at the node, removed with the failing classes within the budget;
         # counted here: those of them, and their rows, that the failing classes did not remove
-        below = lattice.persons_below(lattice.index(search.levels))
+        below = lattice.persons_below(lattice.index(found.levels))
         extra = below & ~fail
         info["person_suppression"] = PersonSuppression(
             k=policy.k, linked_by=list(linked_by), persons=int(len(np.unique(person_codes(persons)[extra]))),
@@ -120,8 +135,9 @@ def check_solved(spec, policy: Policy, search: SearchResult) -> None:
     closest = search.closest
     where = ", ".join(f"{c}={lv}" for c, lv in zip(gen, closest.levels, strict=False)) if closest else "?"
     misses = "; ".join(closest.missing) if closest and closest.missing else "the policy"
+    above = " at or above anonymization.min_levels" if search.min_levels else ""
     raise NoSolution(
-        f"{spec.label}: no generalization satisfies {', '.join(policy.names())} within "
+        f"{spec.label}: no generalization{above} satisfies {', '.join(policy.names())} within "
         f"max_suppression={policy.max_suppression:g}: the closest node ({where}) misses {misses}",
         search.to_dict(),
     )

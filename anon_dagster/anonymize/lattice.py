@@ -93,7 +93,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -171,10 +171,31 @@ class SearchResult:
     elapsed_s: float
     frontier_complete: bool = False
     per_person: bool = False
+    # the declared minimum levels (anonymization.min_levels) the search started from, one per QI;
+    # None for a search over the whole lattice
+    min_levels: tuple[int, ...] | None = None
 
     @property
     def solved(self) -> bool:
         return self.levels is not None
+
+    def above(self, offsets: Sequence[int]) -> SearchResult:
+        """This search over the sub-lattice whose bottom is the node ``offsets``, its nodes named
+        by their levels in the whole lattice (each QI's level plus its offset): the search of a
+        lattice built from :func:`qi_above` QIs. All offsets 0: the search itself."""
+        shift = tuple(int(v) for v in offsets)
+        if not any(shift):
+            return self
+
+        def up(levels: Sequence[int]) -> tuple[int, ...]:
+            return tuple(int(a) + b for a, b in zip(levels, shift, strict=True))
+
+        def node(info: NodeInfo | None) -> NodeInfo | None:
+            return None if info is None else replace(info, levels=up(info.levels))
+
+        return replace(self, levels=None if self.levels is None else up(self.levels),
+                       best=node(self.best), closest=node(self.closest),
+                       frontier=[node(f) for f in self.frontier], min_levels=shift)
 
     def to_dict(self) -> dict:
         return {
@@ -191,7 +212,31 @@ class SearchResult:
             "frontier_complete": bool(self.frontier_complete),
             "elapsed_s": round(self.elapsed_s, 4),
             **({"k_per_person": True} if self.per_person else {}),
+            **({"min_levels": dict(zip(self.qis, self.min_levels, strict=True))} if self.min_levels else {}),
         }
+
+
+def qi_above(qi: CodedQI, level: int, values: Sequence[object] | None = None) -> CodedQI:
+    """``qi`` from ``level`` up: the QI whose level 0 is ``qi``'s level ``level`` (its values that
+    level's labels) and whose level ``l`` is ``qi``'s level ``level + l``. A lattice of such QIs is
+    the sub-lattice above the node of those levels (a search restricted by
+    ``anonymization.min_levels``); its classes at a node are ``qi``'s at the node's levels.
+
+    ``values``: the rows' values when they are already labels of ``level`` (a frequency table
+    built at that level), each coded as its label; without them, ``qi``'s rows mapped up.
+    """
+    if level == 0 and values is None:
+        return qi
+    labels = [np.asarray(lab) for lab in qi.labels[level:]]
+    maps = [qi.map_between(level, b) for b in range(level, qi.n_levels)]
+    if values is None:
+        codes = qi.row_codes(level)
+    else:
+        index = pd.Index([str(v) for v in labels[0]])
+        codes = index.get_indexer([str(v) for v in values])
+        if len(codes) and codes.min() < 0:
+            raise UserError(f"column {qi.name!r}: a value is not a label of level {level} of its hierarchy")
+    return CodedQI(qi.name, np.asarray(codes, dtype=np.int64), labels[0].copy(), maps, labels, qi.hierarchy)
 
 
 @dataclass

@@ -23,11 +23,17 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     """Optimal global recoding on Spark (method ``global``, or ``none``): the lattice search on
     the driver over the bottom frequency table
     (:meth:`~anon_dagster.anonymize.lattice.Lattice.from_frequencies`), the chosen node applied by
-    Spark (:func:`apply_node`)."""
+    Spark (:func:`apply_node`).
+
+    The table's size is counted on Spark first (:meth:`~.spark_session.SparkDriver.check_fits`):
+    one over ``max_driver_cells`` is refused before it is written. With
+    ``anonymization.min_levels`` the table is built at those levels (:func:`at_min_levels`) and
+    the search runs over the sub-lattice above them, as the pandas engine runs it
+    (:func:`~anon_dagster.anonymize.global_method.run_global`)."""
     from ..anonymize.coding import code_qi
     from ..anonymize.criteria import Policy, sensitive_attributes
-    from ..anonymize.global_method import check_solved
-    from ..anonymize.lattice import Lattice
+    from ..anonymize.global_method import check_solved, minimum_levels
+    from ..anonymize.lattice import Lattice, qi_above
 
     t0 = time.perf_counter()
     df = pseudonymized.df
@@ -41,8 +47,21 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
     by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
     bottom_columns = list(dict.fromkeys(needed + by_query))
-    freq, schema = engine.frequencies(df, bottom_columns, what="the bottom frequency table (the QIs at "
-                                      "level 0, the partition keys and the sensitive attributes)")
+    floor = minimum_levels(spec) if an.method == "global" else {c: 0 for c in gen}
+    raised = {c: level for c, level in floor.items() if level > 0}
+    source, full = at_min_levels(engine, spec, df, raised) if raised else (df, {})
+    budget = ("raise max_driver_cells (SparkEngine(max_driver_cells=...), EngineResource(max_driver_cells=...)) "
+              "on a driver with the memory for it, or declare ")
+    if raised:
+        what = ("the frequency table at anonymization.min_levels (the QIs at those levels, the partition keys "
+                "and the sensitive attributes)")
+        ways_out = budget + "higher anonymization.min_levels (the search starts from coarser levels)"
+    else:
+        what = "the bottom frequency table (the QIs at level 0, the partition keys and the sensitive attributes)"
+        ways_out = budget + ("anonymization.min_levels (the search starts from those levels and the table is "
+                             "built on Spark at them)")
+    engine.check_fits(source, bottom_columns, what=what, ways_out=ways_out)
+    freq, schema = engine.frequencies(source, bottom_columns, what=what)
     counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
     n = int(counts.sum())
     input_hash = engine.digest(df)
@@ -50,22 +69,49 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, an.method)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
-    coded = {c: code_qi(freq[c], spec.hierarchies[c]) for c in gen}
+    coded = {c: qi_above(full[c], raised[c], freq[c]) if c in raised else code_qi(freq[c], spec.hierarchies[c])
+             for c in gen}
     qis = [coded[c] for c in gen] + [code_qi(freq[c], None) for c in pks]
     sens_coded = [a.code(freq[a.name]) for a in sensitive_attributes(spec, policy.sensitive)] if sens else []
     lattice = Lattice.from_frequencies(qis, counts, policy, sens_coded, an.utility,
                                        generalized=[True] * len(gen) + [False] * len(pks))
-    search = lattice.search(frontier=an.frontier, progress=progress)
+    # ``found`` names the nodes in the lattice searched, ``search`` in the whole lattice
+    found = lattice.search(frontier=an.frontier, progress=progress)
+    search = found.above([floor[c] for c in gen] + [0] * len(pks))
     check_solved(spec, policy, search)
     levels = dict(zip(gen, (int(v) for v in search.levels[: len(gen)]), strict=True))
-    row_class, sizes, failing = lattice.failing_classes(search.levels)
+    row_class, sizes, failing = lattice.failing_classes(found.levels)
     fail_rows = failing[row_class]
-    published, categories = apply_node(engine, df, schema, coded, levels, pks, freq, row_class, failing)
+    above = dict(zip(gen, (int(v) for v in found.levels[: len(gen)]), strict=True))
+    published, categories = apply_node(engine, source, schema, coded, above, pks, freq, row_class, failing)
+    for c in raised:
+        if above[c] == 0:  # published at its minimum level, applied before the frequency table
+            categories[c] = [str(v) for v in coded[c].labels[0]]
     published = published.persist()  # read by the record, then by every check of the gate
     kept = sizes[~failing]
     record = spark_record(engine, spec, policy, freq, counts, fail_rows, kept, search.loss, input_hash, published,
                           t0, original=df, levels=levels, search=search.to_dict())
     return SparkAnonymized(published, record, int(counts[fail_rows].sum()), categories=categories)
+
+
+def at_min_levels(engine: SparkDriver, spec: Any, df: Any, raised: dict[str, int]) -> tuple[Any, dict[str, Any]]:
+    """``df`` with each column of ``raised`` replaced by its label at the level given (a broadcast
+    join with the label map of the column's distinct values, as :func:`apply_node` applies a
+    node), and each such column coded over its distinct values
+    (:func:`~anon_dagster.anonymize.coding.code_qi`)."""
+    from ..anonymize.coding import code_qi
+
+    full: dict[str, Any] = {}
+    fields = []
+    for c in raised:
+        # in the order of their first rows: the labels are then coded in the order the pandas
+        # engine codes them from the rows
+        values, schema = engine.frequencies(df, [c], what=f"the distinct values of column {c!r}")
+        full[c] = code_qi(values[c], spec.hierarchies[c])
+        fields.append(schema.field(c))
+    out, _ = apply_node(engine, df, pa.schema(fields), full, dict(raised), [], pd.DataFrame(),
+                        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
+    return out, full
 
 
 def apply_node(engine: SparkDriver, df: Any, schema: pa.Schema, coded: dict[str, Any], levels: dict[str, int],
@@ -114,4 +160,4 @@ def apply_node(engine: SparkDriver, df: Any, schema: pa.Schema, coded: dict[str,
     return out, categories
 
 
-__all__ = ["anonymize_global", "apply_node"]
+__all__ = ["anonymize_global", "apply_node", "at_min_levels"]

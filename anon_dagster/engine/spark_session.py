@@ -119,6 +119,24 @@ class SparkDriver:
         return value
 
     # ----- frequency tables ---------------------------------------------------------------------
+    def check_fits(self, df: Any, columns: list[str], *, what: str, ways_out: str) -> int:
+        """The number of rows of ``df``'s frequency table over ``columns``, counted on Spark
+        (``groupBy(columns)`` then ``count``: nothing read by the driver). A table over
+        ``max_driver_cells`` (rows × its columns, the count and the first row's position
+        included, as :meth:`frequencies` would read it) is refused in one line naming its size,
+        the budget and ``ways_out``, before Spark writes it for the driver."""
+        from .spark_frames import DriverLimit
+
+        frame = frequency_frame(df, columns)
+        rows = int(frame.count())
+        width = max(len(frame.columns), 1)
+        cells = rows * width
+        if cells > self.max_driver_cells:
+            raise DriverLimit(f"{what} has {rows:,} rows x {width} columns = {cells:,} cells, more than the "
+                              f"Spark engine holds on the driver (max_driver_cells={self.max_driver_cells:,}): "
+                              f"{ways_out}")
+        return rows
+
     def frequencies(self, df: Any, columns: list[str], *, first_row: bool = True,
                     what: str = "a frequency table") -> tuple[pd.DataFrame, pa.Schema]:
         """The frequency table of ``df`` over ``columns`` on the driver (counts in

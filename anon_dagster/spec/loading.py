@@ -23,6 +23,7 @@ from ..hierarchies import DateHierarchy
 from ..objectstore import location_problem, scheme_of, shown
 from .approval import approval_message, approval_problems
 from .columns import column_problems
+from .levels import min_levels_problems
 from .models import ReleaseSpec
 from .policy import attacks_message, policy_problems, threshold_message
 from .project import source_problems, table_problems
@@ -92,6 +93,8 @@ def _semantic_problems(spec: ReleaseSpec, file: str) -> list[Problem]:
                 add(f"columns.{spec.partitions.column}.hierarchy.format",
                     f"{own!r} differs from partitions.format {fmt!r}: one column has one date format")
     for key, msg in policy_problems(spec):
+        add(key, msg)
+    for key, msg in min_levels_problems(spec):
         add(key, msg)
     for key, msg in approval_problems(spec.approval):
         add(key, msg)

@@ -107,6 +107,9 @@ class AnonymizationSpec(_Model):
     # lists the minimal nodes the search already settled; unset = complete without suppression
     # (cheap), partial with it (completing can cost seconds on large lattices)
     frontier: Literal["complete", "partial"] | None = None
+    # global recoding: the level each listed QI's search starts from (the sub-lattice above
+    # them is searched); lets the Spark engine build the search's frequency table at those levels
+    min_levels: dict[str, Integer] | None = None
     # method "synthetic": how the synthetic table is made (see anon_dagster.spec.synthetic)
     synthetic: SyntheticSpec | None = None
 
@@ -116,6 +119,8 @@ class AnonymizationSpec(_Model):
         out = handler(self)
         if isinstance(out, dict) and out.get("synthetic") is None:
             out.pop("synthetic", None)
+        if isinstance(out, dict) and out.get("min_levels") is None:
+            out.pop("min_levels", None)
         return out
 
 
