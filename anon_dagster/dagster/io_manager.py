@@ -5,6 +5,8 @@ from pathlib import Path
 import pandas as pd
 from dagster import ConfigurableIOManager, InputContext, OutputContext, ResourceDependency
 
+from ..errors import SecretError
+from ..release.governance.access import custody_context
 from ..release.step_storage import AT_REST_KEY, read_step, step_policy, storage_folder, write_step
 from .resources import KeyStoreResource
 
@@ -33,8 +35,23 @@ class AnonParquetIOManager(ConfigurableIOManager):
 
     def load_input(self, context: InputContext) -> pd.DataFrame:
         upstream = context.upstream_output
-        return read_step(self._folder(context), context.asset_key.path, _partition(context),
-                         step_policy(upstream.definition_metadata if upstream else None), self.keystore.derive_key)
+        try:  # the read goes into the custody log of the run's own key store
+            store = self.keystore.open()
+        except SecretError:  # none: the storage layer says once that reads go unrecorded
+            store = None
+        run_id, step = _run_and_step(context)
+        with custody_context(keystore=store, run=run_id, why=f"input of {step}"):
+            return read_step(self._folder(context), context.asset_key.path, _partition(context),
+                             step_policy(upstream.definition_metadata if upstream else None), self.keystore.derive_key)
+
+
+def _run_and_step(context: InputContext) -> tuple[str | None, str]:
+    """The run id and step key of a load (None and the input's name outside a run)."""
+    try:
+        step = context.step_context
+    except Exception:  # noqa: BLE001 - a context built outside a run (direct calls)
+        return None, context.name or "input"
+    return step.run_id, step.step.key
 
 
 def _partition(context: InputContext | OutputContext) -> str | None:
