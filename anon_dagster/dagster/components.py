@@ -21,6 +21,7 @@ from .assets import ReleaseDefinitions, build_release
 from .broken_specs import build_broken_spec, group_names, warning_line
 from .io_manager import AnonParquetIOManager
 from .resources import LedgerResource, keystore_from_env
+from .retention import retention_schedule
 from .scaffold import AnonReleaseScaffolder
 from .translator import ReleaseTranslator
 
@@ -79,11 +80,14 @@ class AnonReleaseComponent(Component, Resolvable, Model):
             log.warning(warning_line(f))
             placeholders.append(build_broken_spec(f, name))
         keystore = keystore_from_env()
+        specs = [r.spec for r in releases]
+        retention = [retention_schedule(specs, base_dir=self.storage_dir, ledger_path=self.ledger_path)] \
+            if any(s.retention is not None for s in specs) else []
         return Definitions(
             assets=[a for r in releases for a in r.assets] + [p[0] for p in placeholders],
             asset_checks=[c for r in releases for c in r.checks] + [p[1] for p in placeholders],
             jobs=[r.job for r in releases],
-            schedules=[r.schedule for r in releases if r.schedule is not None],
+            schedules=[r.schedule for r in releases if r.schedule is not None] + retention,
             sensors=[s for r in releases for s in r.sensors],
             # every run in one process: a step pays no process start-up, its tables stay here
             executor=in_process_executor,

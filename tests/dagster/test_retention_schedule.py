@@ -44,3 +44,18 @@ def test_the_scheduled_job_deletes_what_is_past_retention_with_the_run_in_custod
     assert [(d["partition"], d["run"]) for d in deleted] == [("2023", result.run_id)]
     [event] = [e for e in open_ledger(None, keystore).content_events() if e["event"] == "retention"]
     assert [t["partition"] for t in event["tables"]] == ["2023"]
+
+
+def test_the_component_schedules_retention_only_when_a_spec_declares_it(env):
+    from anon_dagster.dagster import load_release_definitions
+
+    spec_path = write_release(env)
+    plain = load_release_definitions(spec_path.parent, storage_dir=str(env / "store"))
+    assert "anon_dagster_retention_schedule" not in {s.name for s in plain.schedules}
+    raw = yaml.safe_load(spec_path.read_text())
+    raw["retention"] = {"raw_days": 30, "pseudonymized_days": 90}
+    spec_path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    governed = load_release_definitions(spec_path.parent, storage_dir=str(env / "store"))
+    [schedule] = [s for s in governed.schedules if s.name == "anon_dagster_retention_schedule"]
+    assert schedule.cron_schedule == "0 3 * * *"
+    assert governed.resolve_job_def("anon_dagster_retention") is not None
