@@ -48,11 +48,14 @@ __all__ = ["AnonymizationResult", "NoSolution", "Progress", "_metric_name", "ano
 
 
 def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None, *,
-              persons: pd.Series | None = None, linked_by: tuple[str, ...] | list[str] = ()) -> AnonymizationResult:
+              persons: pd.Series | None = None, linked_by: tuple[str, ...] | list[str] = (),
+              synthetic_table: pd.DataFrame | None = None) -> AnonymizationResult:
     """Anonymize one partition's table as ``spec`` declares (see module docstring).
 
     ``persons`` is each row's person (by position) when the published columns ``linked_by``
     link the rows of a person: global recoding with row suppression then targets k per person.
+    ``synthetic_table``: the synthetic table a Dagster asset supplies
+    (``anonymization.synthetic.table: {asset: key}``, :func:`.synthetic_method.run_synthetic`).
     """
     t0 = time.perf_counter()
     an = spec.anonymization
@@ -83,7 +86,7 @@ def anonymize(df: pd.DataFrame, spec, progress: Progress | None = None, *,
     search: SearchResult | None = None
     metric_value: float | None = None
     if method == "synthetic":  # rows drawn from a model of the table: nothing suppressed, no class searched
-        full, info = run_synthetic(work, spec, input_hash)
+        full, info = run_synthetic(work, spec, input_hash, synthetic_table)
         extra.update(info)
         kept = np.zeros(n, dtype=bool)
         record = build_record(spec, policy, df, full, full, kept, {}, method, None, input_hash, extra, t0)

@@ -20,8 +20,10 @@ in the order of their sorted labels, numbers as they are and dates as their inst
 **Seeded** from the input table's content hash and ``anonymization.seed``
 (:func:`synthesis_seed`): the same partition synthesizes the same table, byte for byte.
 
-**A table of another generator** (``anonymization.synthetic.table``) is read instead, and must
-hold exactly the release's columns (:func:`supplied_table`), numbers where the data has numbers.
+**A table of another generator** (``anonymization.synthetic.table``) is published instead: a
+file's read (:func:`table_file`), a Dagster asset's handed over (``table: {asset: key}``),
+both checked by :func:`checked_table` (exactly the release's columns, numbers where the data has
+numbers) in :func:`table_synthesis`.
 A path holding ``{partition}`` names each partition's own table: the key is that of the window
 the partition's rows fall in (:func:`partition_of_rows`), ``all`` for an unpartitioned release.
 
@@ -38,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..dates import parse_dates
-from ..errors import DataError
+from ..errors import DataError, UserError
 from ..io import read_table
 from ..partitions import KEY_FORMATS, UNPARTITIONED, partition_format, partition_window
 from ..spec.synthetic import synthesis_order, synthetic_columns
@@ -154,11 +156,50 @@ def partition_of_rows(spec: Any, real: pd.DataFrame) -> str:
     return key
 
 
-def supplied_table(spec: Any, real: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The synthetic table of ``anonymization.synthetic.table`` (``{partition}`` filled with
-    :func:`partition_of_rows`) checked against the release's columns, and its file's name.
-    Raises DataError naming the file and the column at fault."""
+def checked_table(spec: Any, table: object, real: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The synthetic table of another generator, ``table``, checked against the release: a pandas
+    DataFrame holding exactly the release's columns (:func:`~anon_dagster.spec.synthetic.
+    synthetic_columns`, none missing, none more), numbers where ``real`` holds numbers; returned
+    with its columns in spec order. The one check of a supplied table, whether read from a file
+    or handed over by a Dagster asset. Raises DataError naming ``name`` and the column at fault."""
+    if not isinstance(table, pd.DataFrame):
+        raise DataError(f"{name}: the synthetic table is a {type(table).__module__}.{type(table).__qualname__}, not "
+                        "a pandas DataFrame: its IO manager must load it as one")
+    columns = synthetic_columns(spec)
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise DataError(f"{name}: the synthetic table has no column {missing[0]!r} (the release publishes "
+                        f"{', '.join(columns)})")
+    extra = [c for c in table.columns if c not in columns]
+    if extra:
+        raise DataError(f"{name}: the synthetic table has column {str(extra[0])!r}, which the release does not "
+                        "publish (no silent pass-through)")
+    for c in columns:
+        if c in real.columns and _is_number(real[c]) and not _is_number(table[c]):
+            raise DataError(f"{name}: column {c!r} holds numbers in the data but not in the synthetic table")
+    return table[columns].reset_index(drop=True)
+
+
+def asset_table_message(spec: Any) -> str | None:
+    """What is said when the synthetic table is a Dagster asset's (``table: {asset: key}``) and
+    none was handed over (``anon-dagster check``): the asset that supplies it. None otherwise."""
+    settings = spec.anonymization.synthetic
+    table = settings.table if settings is not None else None
+    if table is None or isinstance(table, str):
+        return None
+    return (f"{spec.label}: anonymization.synthetic.table is {table.described}, supplied by Dagster: materialize "
+            "the release in its Dagster project, where the anonymized asset loads it")
+
+
+def table_file(spec: Any, real: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The table of ``anonymization.synthetic.table``'s file (``{partition}`` filled with
+    :func:`partition_of_rows`) as read, and its file's name: :func:`table_synthesis` checks it.
+    Raises DataError naming a file that is not there; UserError when the table is a Dagster
+    asset's (:func:`asset_table_message`)."""
     text = spec.anonymization.synthetic.table
+    message = asset_table_message(spec)
+    if message is not None:
+        raise UserError(message)
     if "{partition}" in text:
         key = partition_of_rows(spec, real)
         path, text = spec.resolve(text, partition=key), text.replace("{partition}", key)
@@ -166,30 +207,36 @@ def supplied_table(spec: Any, real: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         path = spec.resolve(text)
     if not path.is_file():
         raise DataError(f"{text}: no such synthetic table (anonymization.synthetic.table)")
-    table = read_table(path)
-    columns = synthetic_columns(spec)
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        raise DataError(f"{text}: the synthetic table has no column {missing[0]!r} (the release publishes "
-                        f"{', '.join(columns)})")
-    extra = [c for c in table.columns if c not in columns]
-    if extra:
-        raise DataError(f"{text}: the synthetic table has column {str(extra[0])!r}, which the release does not "
-                        "publish (no silent pass-through)")
-    for c in columns:
-        if c in real.columns and _is_number(real[c]) and not _is_number(table[c]):
-            raise DataError(f"{text}: column {c!r} holds numbers in the data but not in the synthetic table")
-    return table[columns].reset_index(drop=True), str(text)
+    return read_table(path), str(text)
 
 
-def run_synthetic(work: pd.DataFrame, spec: Any, input_hash: str) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The synthetic table of the partition ``work`` and the record's ``synthetic`` entry."""
+def table_synthesis(spec: Any, real: pd.DataFrame, table: object, name: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A synthetic release made by another generator: its table ``table`` (a DataFrame, named
+    ``name`` in errors and in the record) checked by :func:`checked_table` against the partition
+    ``real``, and the record's ``synthetic`` entry. The file variant reads the file, then calls this."""
+    checked = checked_table(spec, table, real, name)
+    return checked, {"synthetic": {"generator": "table", "table": name, "order": list(checked.columns),
+                                   "min_samples_leaf": None, "seed": None, "rows": len(checked)}}
+
+
+def run_synthetic(work: pd.DataFrame, spec: Any, input_hash: str,
+                  supplied: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The synthetic table of the partition ``work`` and the record's ``synthetic`` entry.
+
+    ``supplied``: the synthetic table a Dagster asset handed over (``table: {asset: key}``); a
+    file's is read here; neither given for an asset's table is a UserError naming the asset."""
     settings = spec.anonymization.synthetic
     seed = synthesis_seed(input_hash, spec.anonymization.seed)
-    if settings is not None and settings.table is not None:
-        table, name = supplied_table(spec, work)
-        return table, {"synthetic": {"generator": "table", "table": name, "order": list(table.columns),
-                                     "min_samples_leaf": None, "seed": None, "rows": len(table)}}
+    declared = settings.table if settings is not None else None
+    if supplied is not None and (declared is None or isinstance(declared, str)):
+        raise UserError(f"{spec.label}: a synthetic table was handed over, and anonymization.synthetic.table "
+                        "names no asset")
+    if isinstance(declared, str):
+        return table_synthesis(spec, work, *table_file(spec, work))
+    if declared is not None:
+        if supplied is None:
+            raise UserError(asset_table_message(spec) or "")
+        return table_synthesis(spec, work, supplied, declared.described)
     order = synthesis_order(spec)
     missing = [c for c in order if c not in work.columns]
     if missing:
@@ -217,5 +264,6 @@ def _date_format(spec: Any, column: str) -> str | None:
     return fmt
 
 
-__all__ = ["SEED_PURPOSE", "cart_synthesis", "column_kind", "draw_from_leaves", "encode", "partition_of_rows",
-           "run_synthetic", "supplied_table", "synthesis_seed"]
+__all__ = ["SEED_PURPOSE", "asset_table_message", "cart_synthesis", "checked_table", "column_kind",
+           "draw_from_leaves", "encode", "partition_of_rows", "run_synthetic", "synthesis_seed", "table_file",
+           "table_synthesis"]

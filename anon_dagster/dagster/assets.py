@@ -53,7 +53,7 @@ from .partitions import partitions_def_for
 from .sensors import OUTCOME_KEY, REFUSAL_KEY, freshness_evaluation, freshness_sensor, source_sensor
 from .table_target import table_assets
 from .translator import ReleaseTranslator
-from .upstream import ingest_source, source_ins
+from .upstream import ingest_source, source_ins, synthetic_ins, synthetic_table
 
 
 @dataclass
@@ -148,9 +148,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         context.add_output_metadata(meta)
         return result.data
 
-    @asset(**attributes("anonymized"), ins={"pseudonymized": AssetIn(key=key["pseudonymized"])})
-    def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame) -> pd.DataFrame:
-        result = pipeline.anonymize(spec, pseudonymized)
+    @asset(**attributes("anonymized"), ins={"pseudonymized": AssetIn(key=key["pseudonymized"]), **synthetic_ins(spec)})
+    def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame, **supplied: Any) -> pd.DataFrame:
+        result = pipeline.anonymize(spec, pseudonymized, synthetic_table=synthetic_table(supplied))
         # the record places the population into these classes in the checks and the publication
         record_file = publication.write_record(result.record, reports_folder(spec, reports_dir, partition_of(context)))
         if result.unreachable:

@@ -1,4 +1,5 @@
-"""A release whose source is an asset of the user's Dagster project (``source.asset``).
+"""A release whose source is an asset of the user's Dagster project (``source.asset``), and a
+synthetic release whose table is one (``anonymization.synthetic.table: {asset: key}``).
 
 The raw asset then depends on that asset and loads it through the upstream asset's own IO
 manager (an :class:`~dagster.AssetIn` with its key, no input manager of ours). Partitions map
@@ -8,6 +9,10 @@ asset when it is unpartitioned. The value loaded goes to the core's
 :func:`~anon_dagster.release.pipeline.ingest_frame`: the same checks as a file, the rows of the
 partition's window; an upstream partition with rows outside its window is refused rather than
 trimmed, as a per-partition file is.
+
+A synthetic table supplied by an asset (the user's generator's output) is an input of the
+anonymized asset, loaded and partition-mapped the same way, and handed to the core's
+:func:`~anon_dagster.release.pipeline.anonymize`, which checks it as it checks a file's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from ..release import pipeline
 from ..spec import ReleaseSpec
 
 SOURCE_INPUT = "source"
+SYNTHETIC_INPUT = "synthetic_table"
 
 
 def source_ins(spec: ReleaseSpec) -> dict[str, AssetIn]:
@@ -28,10 +34,25 @@ def source_ins(spec: ReleaseSpec) -> dict[str, AssetIn]:
     return {SOURCE_INPUT: AssetIn(key=AssetKey(list(key)))} if key is not None else {}
 
 
-def upstream_partitioned(context: AssetExecutionContext) -> bool:
-    """Whether the upstream asset is partitioned (its partition is then the table's own)."""
+def synthetic_ins(spec: ReleaseSpec) -> dict[str, AssetIn]:
+    """The anonymized asset's extra input: the asset named by ``anonymization.synthetic.table:
+    {asset: key}``; none for a file's table or the built-in synthesizer."""
+    settings = spec.anonymization.synthetic
+    table = settings.table if settings is not None else None
+    if table is None or isinstance(table, str):
+        return {}
+    return {SYNTHETIC_INPUT: AssetIn(key=AssetKey(list(table.asset_key)))}
+
+
+def synthetic_table(inputs: dict[str, Any]) -> Any | None:
+    """The synthetic table the asset of :func:`synthetic_ins` loaded into ``inputs`` (None without one)."""
+    return inputs.get(SYNTHETIC_INPUT)
+
+
+def upstream_partitioned(context: AssetExecutionContext, name: str = SOURCE_INPUT) -> bool:
+    """Whether the upstream asset of input ``name`` is partitioned (its partition is then the table's own)."""
     try:
-        return context.asset_partitions_def_for_input(SOURCE_INPUT) is not None
+        return context.asset_partitions_def_for_input(name) is not None
     except DagsterInvariantViolationError:  # Dagster's answer for an unpartitioned upstream asset
         return False
 
@@ -46,4 +67,5 @@ def ingest_source(context: AssetExecutionContext, spec: ReleaseSpec, partition: 
                                  one_partition=partition is not None and upstream_partitioned(context))
 
 
-__all__ = ["SOURCE_INPUT", "ingest_source", "source_ins", "upstream_partitioned"]
+__all__ = ["SOURCE_INPUT", "SYNTHETIC_INPUT", "ingest_source", "source_ins", "synthetic_ins", "synthetic_table",
+           "upstream_partitioned"]

@@ -37,8 +37,13 @@ class Anonymized:
 
 
 def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None, *,
-              relax: bool = True) -> Anonymized:
+              relax: bool = True, synthetic_table: pd.DataFrame | None = None) -> Anonymized:
     """The spec's anonymization; when its policy is unreachable, the closest evidence instead.
+
+    ``synthetic_table``: a synthetic release's table supplied by a Dagster asset
+    (``anonymization.synthetic.table: {asset: key}``), checked and published as a file's is
+    (:func:`~anon_dagster.anonymize.synthetic_method.table_synthesis`). Without it such a release
+    is a UserError naming the asset, before anything is set aside.
 
     With ``policy.attacks``, the attacks' control records are set aside first
     (:func:`~anon_dagster.release.attacks.control_split`): the declared population's records not
@@ -66,12 +71,17 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
     columns are published unchanged, so they link the same rows before and after. Then
     :func:`reach_k_per_person` removes the persons still below k (none after that search).
     """
+    from ..anonymize.synthetic_method import asset_table_message
+
+    missing = asset_table_message(spec) if synthetic_table is None else None
+    if missing is not None:  # said as it is, not taken for an unreachable policy
+        raise UserError(missing)
     split = gate_attacks.control_split(spec, pseudonymized)
     if split is None:
-        return _anonymize(spec, pseudonymized, progress, relax=relax)
+        return _anonymize(spec, pseudonymized, progress, relax=relax, synthetic_table=synthetic_table)
     base = pseudonymized.reset_index(drop=True)
     positions = np.flatnonzero(split.released)
-    done = _anonymize(spec, base.iloc[positions], progress, relax=relax)
+    done = _anonymize(spec, base.iloc[positions], progress, relax=relax, synthetic_table=synthetic_table)
     if spec.anonymization.method == "synthetic":  # synthetic rows are nobody's: no source row to mark
         return Anonymized(done.data, replace(done.record, attack_control=gate_attacks.control_section(spec, base, split)),
                           done.suppressed, done.unreachable)
@@ -81,7 +91,7 @@ def anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = No
 
 
 def _anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = None, *,
-               relax: bool = True) -> Anonymized:
+               relax: bool = True, synthetic_table: pd.DataFrame | None = None) -> Anonymized:
     """:func:`anonymize` of the rows given (the control records already set aside)."""
     from ..anonymize import anonymize as run_anonymization
     from ..anonymize.core import empty_record
@@ -90,7 +100,7 @@ def _anonymize(spec: ReleaseSpec, pseudonymized: pd.DataFrame, progress: Any = N
     link = {"persons": gate.person_link(spec, view), "linked_by": gate.linking_columns(spec, view)}
 
     def run(which: ReleaseSpec) -> Anonymized:
-        result = run_anonymization(pseudonymized, which, progress=progress, **link)
+        result = run_anonymization(pseudonymized, which, progress=progress, synthetic_table=synthetic_table, **link)
         return reach_k_per_person(spec, Anonymized(result.data, result.record, int(result.suppressed)),
                                   len(pseudonymized))
 

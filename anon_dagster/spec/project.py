@@ -2,6 +2,8 @@
 
 - ``source.asset``: the key of an asset of the project whose value (a pandas DataFrame) is the
   release's source, instead of a file at ``source.path``: exactly one of the two is given.
+- ``anonymization.synthetic.table: {asset: key}``: the key of an asset of the project whose
+  value (a pandas DataFrame) is a synthetic release's table, the output of the user's generator.
 - ``publication.io_manager`` and ``publication.table``: a copy of each publication handed, as a
   table, to an IO manager of the project (its resource key); given together. The file at
   ``publication.path`` stays the publication of record.
@@ -37,16 +39,37 @@ def source_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
         return [("source", "give source.path (a csv or parquet file) or source.asset (the key of a Dagster asset)")]
     if source.asset is None:
         return []
-    problems = []
-    parts = source.asset_key or ()
-    if not parts or any(not isinstance(p, str) or not _KEY_PART.fullmatch(p) for p in parts):
-        problems.append(("source.asset", f"{_shown(source.asset)} is not an asset key: parts of letters, digits, "
-                                         "_ and -, written 'a/b' or as a list [a, b]"))
-    elif parts[0] == spec.release and len(parts) == 2 and parts[1] in STEPS:
-        problems.append(("source.asset", f"{'/'.join(parts)!r} is one of the release's own steps"))
+    problems = asset_key_problems(spec, "source.asset", source.asset, source.asset_key or ())
     for key in ("separator", "format"):
         if getattr(source, key) is not None:
             problems.append((f"source.{key}", "applies to a file source only: the asset's IO manager reads the asset"))
+    return problems
+
+
+def asset_key_problems(spec: ReleaseSpec, key: str, value: object, parts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(key, message)`` for an asset key (``value`` as written, ``parts`` its parts) that Dagster
+    would refuse, or that is one of the release's own steps."""
+    if not parts or any(not isinstance(p, str) or not _KEY_PART.fullmatch(p) for p in parts):
+        return [(key, f"{_shown(value)} is not an asset key: parts of letters, digits, _ and -, written 'a/b' "
+                      "or as a list [a, b]")]
+    if parts[0] == spec.release and len(parts) == 2 and parts[1] in STEPS:
+        return [(key, f"{'/'.join(parts)!r} is one of the release's own steps")]
+    return []
+
+
+def synthetic_asset_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+    """``(key, message)`` for an ``anonymization.synthetic.table: {asset: key}`` whose key Dagster
+    would refuse, or that names the release's own source asset (the generator's output is
+    another asset than the data it learns from)."""
+    settings = getattr(spec.anonymization, "synthetic", None)
+    table = settings.table if settings is not None else None
+    if table is None or isinstance(table, str):
+        return []
+    key = "anonymization.synthetic.table.asset"
+    problems = asset_key_problems(spec, key, table.asset, table.asset_key)
+    if not problems and table.asset_key == spec.source.asset_key:
+        problems.append((key, f"{'/'.join(table.asset_key)!r} is the release's source (source.asset): name the "
+                              "asset of the generator's synthetic table"))
     return problems
 
 
@@ -90,4 +113,5 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-__all__ = ["OWN_RESOURCES", "STEPS", "source_problems", "table_problems"]
+__all__ = ["OWN_RESOURCES", "STEPS", "asset_key_problems", "source_problems", "synthetic_asset_problems",
+           "table_problems"]

@@ -17,19 +17,39 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ..criteria import REGISTRY, SYNTHETIC_CRITERIA
 from ..objectstore import scheme_of, shown
 from .columns import Integer, _Model
 
-__all__ = ["POLICY_KEYS", "SYNTHETIC_KEYS", "SyntheticSpec", "synthesis_order", "synthetic_columns",
-           "synthetic_message", "synthetic_problems", "table_problems"]
+__all__ = ["POLICY_KEYS", "SYNTHETIC_KEYS", "SyntheticSpec", "SyntheticTableAsset", "synthesis_order",
+           "synthetic_columns", "synthetic_message", "synthetic_problems", "table_problems"]
 
 # the keys of each block, as an unknown key's message lists them
 SYNTHETIC_KEYS = ("order", "min_samples_leaf", "rows", "table")
 POLICY_KEYS = (*SYNTHETIC_CRITERIA, "control")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+class SyntheticTableAsset(_Model):
+    """A synthetic table supplied by an asset of the Dagster project the release is part of
+    (``anonymization.synthetic.table: {asset: key}``): the output of the user's own generator,
+    loaded through that asset's IO manager. ``asset`` is its key, as ``a/b`` or as the list of
+    its parts (the rules Dagster applies to them are checked with the spec's other problems)."""
+
+    asset: str | list[str]
+
+    @property
+    def asset_key(self) -> tuple[str, ...]:
+        """The parts of the asset's key (``"gen/people"`` → ``("gen", "people")``)."""
+        return tuple(self.asset.split("/")) if isinstance(self.asset, str) else tuple(self.asset)
+
+    @property
+    def described(self) -> str:
+        """The table in words: ``the Dagster asset 'a/b'``."""
+        return f"the Dagster asset {'/'.join(self.asset_key)!r}"
 
 
 class SyntheticSpec(_Model):
@@ -39,14 +59,29 @@ class SyntheticSpec(_Model):
     columns in spec order; the first is drawn from its marginal, each next one from a tree on
     those before it); ``min_samples_leaf``: the fewest real rows in a tree's leaf, which the
     synthetic value is drawn from; ``rows``: the synthetic rows drawn (default: as many as the
-    real rows); ``table``: a synthetic table made by another generator (csv or parquet,
-    relative to the spec, may hold ``{partition}``), published in place of the CART synthesis.
+    real rows); ``table``: a synthetic table made by another generator, published in place of
+    the CART synthesis: a file (csv or parquet, relative to the spec, may hold ``{partition}``)
+    or ``{asset: key}``, an asset of the Dagster project (:class:`SyntheticTableAsset`).
     """
 
     order: list[str] | None = None
     min_samples_leaf: Integer = Field(default=5, ge=1)
     rows: Integer | None = Field(default=None, ge=1)
-    table: str | None = None
+    table: str | SyntheticTableAsset | None = None
+
+    @field_validator("table", mode="before")
+    @classmethod
+    def _path_or_asset(cls, value: Any) -> Any:
+        # one message for every other shape, instead of pydantic's one per member of the union
+        if value is None or isinstance(value, str | SyntheticTableAsset):
+            return value
+        if isinstance(value, Mapping) and set(value) == {"asset"}:
+            key = value["asset"]
+            if isinstance(key, str) or (isinstance(key, list) and all(isinstance(p, str) for p in key)):
+                return value
+        raise PydanticCustomError("synthetic_table", "must be a path (a csv or parquet file) or {asset: <asset key>} "
+                                  "(the key as 'a/b' or a list of its parts), not {shown}",
+                                  {"shown": _shown_value(value)})
 
 
 def synthetic_message(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | None:
@@ -61,15 +96,19 @@ def synthetic_message(loc: tuple[Any, ...], error: Mapping[str, Any]) -> str | N
 
 
 def table_problems(spec: Any) -> list[tuple[str, str]]:
-    """``(key, message)`` for an ``anonymization.synthetic.table`` that cannot be read: a
-    placeholder other than ``{release}`` and ``{partition}``, an object-storage URI (the table is
+    """``(key, message)`` for an ``anonymization.synthetic.table`` that cannot be read. An asset's
+    (``{asset: key}``): a key Dagster would refuse (:func:`~.project.synthetic_asset_problems`).
+    A path: a placeholder other than ``{release}`` and ``{partition}``, an object-storage URI (the table is
     read from a local path), or, for a path without ``{partition}``, no file there (resolved
     against the spec's folder). A path with ``{partition}`` names each partition's own table, which
     is looked for when that partition is synthesized."""
     settings = getattr(spec.anonymization, "synthetic", None)
     text = settings.table if settings is not None else None
-    if text is None:
-        return []
+    if not isinstance(text, str):  # none, or an asset of the Dagster project: its key is checked
+        # with the project's keys (that module imports the spec models, which import this one)
+        from .project import synthetic_asset_problems
+
+        return synthetic_asset_problems(spec) if text is not None else []
     key = "anonymization.synthetic.table"
     unknown = [p for p in _PLACEHOLDER.findall(text) if p not in ("release", "partition")]
     if unknown or text.count("{") != text.count("}"):
@@ -82,6 +121,11 @@ def table_problems(spec: Any) -> list[tuple[str, str]]:
     if not path.is_file():
         return [(key, f"{text!r}: no such file ({path.name} in {path.parent})")]
     return []
+
+
+def _shown_value(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def synthetic_problems(spec: Any) -> list[tuple[str, str]]:
