@@ -38,7 +38,7 @@ def min_levels_problems(spec: Any) -> list[tuple[str, str]]:
         except (UserError, OSError, ValueError):
             continue
         if level > height:
-            problems.append((key, f"level {level} is above the height of column {name!r}'s hierarchy "
+            problems.append((key, f"level {level} is above the height of the hierarchy of column {name!r} "
                                   f"({height}: levels 0..{height})"))
     return problems
 
