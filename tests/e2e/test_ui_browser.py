@@ -37,7 +37,7 @@ OUTPUT = REPO / "test-output"
 # more than four decimals in a shown figure: a value printed unrounded
 UNROUNDED = re.compile(r"\d\.\d{5,}")
 # an absolute local path as a page would leak it: a POSIX folder under a root folder
-LOCAL_PATH = re.compile(r"(?<![\w.:/])/(?:tmp|home|root|var|usr|opt|srv|mnt|work|private|Users)/")
+LOCAL_PATH = re.compile(r"(?<![\w.:/])/(?:tmp|home|root|var|usr|opt|srv|mnt|private|Users)/")
 
 
 @dataclass
