@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError
+from ..errors import DataError, UserError
 from .base import UnsupportedOnEngine
 from .spark_frames import published_columns, read_parquet
 from .spark_pseudonyms import DISTINCT_PREFIX
@@ -107,10 +107,24 @@ def ingest(engine: SparkDriver, spec: Any, partition: str | None = None, input_p
     check_data(engine, spec, df, str(path))
     return SparkIngested(df, str(path))
 
+def refuse_erased(spec: Any, keystore: Any | None) -> None:
+    """UserError when ``spec``'s release has persons on its suppression list (erased on request:
+    no later release may contain them, and only the pandas engine drops them today)."""
+    from ..release.governance.suppression import suppressed
+
+    if keystore is not None and suppressed(keystore, spec.release):
+        raise UserError(f"{spec.label}: the release has erased persons on its suppression list, which the Spark "
+                        "engine does not drop yet: run it with the pandas engine (--engine pandas)")
+
+
 def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keystore: Any | None, *, linkage: bool = True,
                  partition: str | None = None) -> SparkPseudonymized:
     """Identifiers pseudonymized as declared, the others dropped, and with ``linkage`` and a
-    composition block the ledger's linkage pseudonym (:func:`~anon_dagster.release.pipeline.pseudonymize`)."""
+    composition block the ledger's linkage pseudonym (:func:`~anon_dagster.release.pipeline.pseudonymize`).
+
+    A release with erased persons on its suppression list is refused: the pandas pipeline drops
+    their rows before anything else, and this engine does not yet, so it must not run at all."""
+    refuse_erased(spec, keystore)
     from pyspark.sql import types as T
 
     from ..pseudonymize.methods import pseudonym_pattern, publication_label
