@@ -112,3 +112,14 @@ def test_min_levels_are_checked_against_the_columns_and_hierarchies(min_levels, 
         spec_with(min_levels, columns, **anonymization)
     text = str(caught.value)
     assert key in text and says in text
+
+
+def test_the_report_says_the_search_was_restricted():
+    from anon_dagster.release.report.content import _frontier_note, risk_utility_frontier
+
+    restricted = risk_utility_frontier(anonymize(SMALL, spec_with({"zip": 1})).record.to_json())
+    assert restricted["min_levels"] == {"age": 0, "zip": 1}
+    assert _frontier_note(restricted).endswith(
+        "The search was restricted to the sub-lattice above anonymization.min_levels (age=0, zip=1).")
+    whole = risk_utility_frontier(anonymize(SMALL, spec_with()).record.to_json())
+    assert "min_levels" not in whole and "restricted" not in _frontier_note(whole)

@@ -136,6 +136,9 @@ def risk_utility_frontier(record: Mapping[str, Any] | None) -> dict[str, Any] | 
         "quasi_identifiers": gen, "complete": bool(search.get("frontier_complete", False)),
         "nodes_checked": search.get("nodes_checked"), "lattice_size": search.get("lattice_size"),
         "chosen": chosen or None, "nodes": nodes,
+        # a search restricted by anonymization.min_levels (absent otherwise: reports unchanged)
+        **({"min_levels": {c: v for c, v in search["min_levels"].items() if c in gen}}
+           if isinstance(search.get("min_levels"), Mapping) else {}),
     }
 
 
@@ -145,8 +148,13 @@ def _frontier_note(fr: Mapping[str, Any]) -> str:
     complete = ("complete: every minimal node" if fr["complete"] else
                 "partial: only the minimal nodes the search settled "
                 "(anonymization.frontier: complete lists all)")
+    restricted = ""
+    if fr.get("min_levels"):
+        floor = ", ".join(f"{c}={v}" for c, v in fr["min_levels"].items())
+        restricted = f" The search was restricted to the sub-lattice above anonymization.min_levels ({floor})."
     return (f"Frontier {complete}; {n_min} minimal node(s), utility {fr['metric']}, "
-            f"{format_value(fr.get('nodes_checked'))} of {format_value(fr.get('lattice_size'))} nodes checked.")
+            f"{format_value(fr.get('nodes_checked'))} of {format_value(fr.get('lattice_size'))} nodes checked."
+            + restricted)
 
 
 def _frontier_rows(fr: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
