@@ -39,19 +39,23 @@ class AnonParquetIOManager(ConfigurableIOManager):
             store = self.keystore.open()
         except SecretError:  # none: the storage layer says once that reads go unrecorded
             store = None
-        run_id, step = _run_and_step(context)
-        with custody_context(keystore=store, run=run_id, why=f"input of {step}"):
+        run_id, step, launcher = _run_and_step(context)
+        with custody_context(keystore=store, run=run_id, why=f"input of {step}", actor=launcher):
             return read_step(self._folder(context), context.asset_key.path, _partition(context),
                              step_policy(upstream.definition_metadata if upstream else None), self.keystore.derive_key)
 
 
-def _run_and_step(context: InputContext) -> tuple[str | None, str]:
-    """The run id and step key of a load (None and the input's name outside a run)."""
+USER_TAG = "user"  # the run tag naming who launched it (Dagster+ sets it)
+
+
+def _run_and_step(context: InputContext) -> tuple[str | None, str, str | None]:
+    """The run id, step key and launcher (the run's ``user`` tag, set by Dagster+) of a load
+    (None, the input's name and None outside a run)."""
     try:
         step = context.step_context
     except Exception:  # noqa: BLE001 - a context built outside a run (direct calls)
-        return None, context.name or "input"
-    return step.run_id, step.step.key
+        return None, context.name or "input", None
+    return step.run_id, step.step.key, step.run_tags.get(USER_TAG)
 
 
 def _partition(context: InputContext | OutputContext) -> str | None:

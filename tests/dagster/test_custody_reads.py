@@ -59,3 +59,16 @@ def test_a_tampered_custody_log_stops_the_reads(env):
     assert not again.success
     failures = " ".join(messages(e.event_specific_data.error) for e in again.get_step_failure_events())
     assert "audit" in failures.lower() and "PID" not in failures  # said why, with no data
+
+
+def test_the_runs_launcher_is_who_read_when_the_run_names_one(env, monkeypatch):
+    monkeypatch.setenv("ANON_DAGSTER_RUNNER", "nightly-pipeline")
+    spec = write_release(env)
+    env_ledger(env / "state" / "ledger.sqlite", create=True)
+    defs = load(env, spec)
+    job = defs.resolve_job_def("tiny_release")
+    result = job.execute_in_process(partition_key="2023", instance=DagsterInstance.ephemeral(),
+                                    raise_on_error=False, tags={"user": "dpo@example.org"})
+    assert result.success
+    found = [r for r in reads(open_keystore()) if r["run"] == result.run_id]
+    assert found and {r["actor"] for r in found} == {"dpo@example.org"}

@@ -9,7 +9,9 @@ Every governed action appends one entry to the custody log (the key store's audi
   ``retention-delete``, ``erase``, a key operation (``key-init``, ``key-rotate``,
   ``key-bridge``, ``key-rekey``, ``key-reseal``), besides the ``reidentify``, ``approve`` and
   ``reject`` entries the reversal and the decisions write themselves;
-- ``actor``: who (:func:`~.binding.runner`: ``$ANON_DAGSTER_RUNNER``, else the OS user);
+- ``actor``: who — the run's launcher when the orchestrator names one (Dagster: the run's
+  ``user`` tag, which Dagster+ sets to the launching user), else :func:`~.binding.runner`
+  (``$ANON_DAGSTER_RUNNER``, else the OS user);
 - ``run``: the orchestrator's run id when the action runs inside one (:func:`custody_context`),
   else ``-``; ``why``: the reason given, or what asked for it;
 - what it concerns: ``release``, ``step``, ``partition`` and counts; never a value of the data
@@ -70,6 +72,7 @@ class CustodyContext:
     run: str = NO_RUN
     why: str = ""
     audit_path: str | Path | None = None
+    actor: str | None = None  # who launched the run, when the orchestrator knows (else the runner)
 
 
 _current: ContextVar[CustodyContext | None] = ContextVar("anon_dagster_custody", default=None)
@@ -81,10 +84,11 @@ def _context() -> CustodyContext:
 
 @contextlib.contextmanager
 def custody_context(*, keystore: Any = None, run: str | None = None, why: str = "",
-                    audit_path: str | Path | None = None) -> Iterator[CustodyContext]:
-    """Record the governed actions of the block with this key store, run id and reason (an
-    orchestrator wraps a step's loads in it)."""
-    token = _current.set(CustodyContext(keystore, run or NO_RUN, why, audit_path))
+                    audit_path: str | Path | None = None, actor: str | None = None) -> Iterator[CustodyContext]:
+    """Record the governed actions of the block with this key store, run id, reason and, when
+    the orchestrator knows who launched the run, that ``actor`` (an orchestrator wraps a step's
+    loads in it)."""
+    token = _current.set(CustodyContext(keystore, run or NO_RUN, why, audit_path, actor or None))
     run_token = RUN.set(run or None)  # the reversal's own entries name the run too
     try:
         yield _context()
@@ -102,7 +106,7 @@ def record(action: str, *, keystore: Any = None, why: str = "", run: str | None 
     """Append one governed action to the custody log (verified against its anchor first); the
     entry. ``keystore``, ``run``, ``audit_path`` default to the :func:`custody_context`'s."""
     context = _context()
-    event = {"action": action, "actor": runner(), "run": run or context.run, "why": why or context.why or "-",
+    event = {"action": action, "actor": context.actor or runner(), "run": run or context.run, "why": why or context.why or "-",
              **fields}
     log = _log_of(keystore if keystore is not None else context.keystore, audit_path or context.audit_path)
     return log.append(event)
