@@ -22,7 +22,7 @@ from tests.support.releases import write_release
 def test_a_relative_path_is_anchored_at_the_project_and_an_absolute_one_is_kept(tmp_path):
     project = tmp_path / "project"
     assert anchor("specs", project) == project / "specs"
-    assert anchor("../shared/specs", project) == project / "../shared/specs"  # outside the project: as given
+    assert anchor("../common/specs", project) == project / "../common/specs"  # outside the project: as given
     assert anchor(str(tmp_path / "elsewhere"), project) == tmp_path / "elsewhere"
     assert anchor("~/specs", project) == Path(os.path.expanduser("~")) / "specs"
 
