@@ -9,7 +9,8 @@ The rows stay on Spark. Each step that needs to look at them asks Spark for a fr
 - **pseudonymize**: ``mapInArrow`` calling the project's keyed functions, keys re-derived on the
   executors (:mod:`.spark_pseudonyms`);
 - **anonymize** (global recoding): the lattice search on the driver over the bottom frequency
-  table (:meth:`~anon_dagster.anonymize.lattice.Lattice.from_frequencies`), the chosen node
+  table (:meth:`~anon_dagster.anonymize.lattice.Lattice.from_frequencies`; its size counted on
+  Spark before it is read, built at ``anonymization.min_levels`` when declared), the chosen node
   applied by Spark with broadcast label maps, the failing classes suppressed by an anti-join;
   (Mondrian) each partition-key part cut on an executor by the project's Mondrian with the whole
   table's layout, the parts' cuts joined on the driver into the record (:mod:`.spark_mondrian`);
