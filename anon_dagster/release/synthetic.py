@@ -43,7 +43,7 @@ from ..spec import ReleaseSpec
 from ..spec.policy import attack_secrets
 from ..spec.synthetic import synthetic_columns
 from . import gate
-from .attacks import AttackRun, attack_outcomes, control_split, verified_split
+from .attacks import AttackRun, attack_outcomes, verified_split
 from .evaluation import CheckResult
 from .report import format_value as _fmt
 
@@ -145,25 +145,5 @@ def audit_outcomes(spec: ReleaseSpec, run: SyntheticRun) -> list[CheckResult]:
     return out
 
 
-def generator_rows(spec: ReleaseSpec, source: object, partition: str | None = None, *,
-                   keystore: Any | None = None) -> pd.DataFrame:
-    """The records another generator of the release may learn from: the partition's rows of the
-    source table ``source`` (a DataFrame, as the release's raw step reads it), pseudonymized as the
-    release does (erased persons dropped, identifiers not kept), without the control records the
-    audit holds back (:func:`~.attacks.control_split`, a pure function of that table and the spec),
-    in the columns of :func:`~anon_dagster.spec.synthetic.synthetic_columns`.
-
-    The audit can only see what a generator copies of the records it learnt from when the control
-    records are not among them; a generator trained on these leaves them out."""
-    from . import pipeline  # the pipeline imports the gate, which imports this module
-
-    ingested = pipeline.ingest_frame(spec, source, partition, source="the generator's source table")
-    pseudonymized = pipeline.pseudonymize(spec, ingested.data, keystore, partition=partition).data
-    base = gate.publishable_view(pseudonymized).reset_index(drop=True)
-    split = control_split(spec, pseudonymized)
-    kept = base[np.asarray(split.released, dtype=bool)] if split is not None else base
-    return kept[[c for c in synthetic_columns(spec) if c in kept.columns]].reset_index(drop=True)
-
-
 __all__ = ["SYNTHETIC_CHECKS", "SyntheticRun", "audit_outcomes", "clear_cache", "declares_synthetic",
-           "generator_rows", "synthetic_figures", "synthetic_outcomes"]
+           "synthetic_figures", "synthetic_outcomes"]

@@ -8,7 +8,8 @@
   table, to an IO manager of the project (its resource key); given together. The file at
   ``publication.path`` stays the publication of record.
 
-Nothing here imports Dagster: the names are checked as text, by the rules Dagster applies to
+Each function takes the release spec (a :class:`~.models.ReleaseSpec`; not imported, since the
+models validate through these functions). Nothing here imports Dagster: the names are checked as text, by the rules Dagster applies to
 asset keys and resource keys, so that a bad one is a spec problem naming its key rather than a
 Dagster error at load time.
 """
@@ -16,8 +17,7 @@ Dagster error at load time.
 from __future__ import annotations
 
 import re
-
-from .models import ReleaseSpec
+from typing import Any
 
 # Dagster's rule for the parts of an asset key and for resource keys (letters, digits, underscores;
 # a dash is allowed in key parts too)
@@ -29,7 +29,7 @@ STEPS = ("raw", "pseudonymized", "anonymized", "published")
 OWN_RESOURCES = ("io_manager", "keystore", "ledger")
 
 
-def source_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+def source_problems(spec: Any) -> list[tuple[str, str]]:
     """``(key, message)`` for a source that is not exactly one file or one asset, or an asset
     key that Dagster would refuse."""
     source = spec.source
@@ -46,7 +46,7 @@ def source_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
     return problems
 
 
-def asset_key_problems(spec: ReleaseSpec, key: str, value: object, parts: tuple[str, ...]) -> list[tuple[str, str]]:
+def asset_key_problems(spec: Any, key: str, value: object, parts: tuple[str, ...]) -> list[tuple[str, str]]:
     """``(key, message)`` for an asset key (``value`` as written, ``parts`` its parts) that Dagster
     would refuse, or that is one of the release's own steps."""
     if not parts or any(not isinstance(p, str) or not _KEY_PART.fullmatch(p) for p in parts):
@@ -57,7 +57,7 @@ def asset_key_problems(spec: ReleaseSpec, key: str, value: object, parts: tuple[
     return []
 
 
-def synthetic_asset_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+def synthetic_asset_problems(spec: Any) -> list[tuple[str, str]]:
     """``(key, message)`` for an ``anonymization.synthetic.table: {asset: key}`` whose key Dagster
     would refuse, or that names the release's own source asset (the generator's output is
     another asset than the data it learns from)."""
@@ -73,7 +73,7 @@ def synthetic_asset_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
     return problems
 
 
-def table_problems(spec: ReleaseSpec) -> list[tuple[str, str]]:
+def table_problems(spec: Any) -> list[tuple[str, str]]:
     """``(key, message)`` for a table publication that names no IO manager or no table, names
     one of the releases' own resources, or a table that would take a step's asset key."""
     pub = spec.publication

@@ -13,7 +13,7 @@ import yaml
 from dagster import AssetIn, AssetKey, DagsterInstance, Definitions, FilesystemIOManager, asset
 
 from anon_dagster.dagster.partitions import partitions_def_for
-from anon_dagster.release.synthetic import generator_rows
+from anon_dagster.release.generator_input import generator_rows
 from anon_dagster.spec import load_spec
 from tests.support.releases import check_evaluations, load, materialized, run
 
