@@ -7,7 +7,9 @@ Definitions.
   another commit of a checkout, is another code version.
 - The *runner* of an evaluation is ``$ANON_DAGSTER_RUNNER`` when set (a deployment names the
   account its pipeline runs as, e.g. a Dagster code location's service account), else the OS
-  user the process runs as (its effective user id, never ``$USER``).
+  user the process runs as (its effective user id, never ``$USER``), in its canonical form
+  (:func:`~anon_dagster.spec.approval.canonical_name`: ``Dpo`` runs as ``dpo``), the form an
+  approver's name is compared in.
 - The *subject* of a decision is the tuple (release, partition, evaluation id, spec hash, data
   hash, code version). The evaluation id already binds spec, data and every check outcome
   (:attr:`~anon_dagster.release.evaluation.Evaluation.id`); the hashes are kept beside it so a
@@ -24,6 +26,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
+from ...errors import UserError
+from ...spec.approval import canonical_name
 from ..report.inputs import git_revision, package_version
 
 RUNNER_ENV = "ANON_DAGSTER_RUNNER"
@@ -40,13 +44,17 @@ def code_version() -> str:
 
 
 def runner() -> str:
-    """Who runs this process: ``$ANON_DAGSTER_RUNNER``, else the OS user of its effective uid."""
+    """Who runs this process: ``$ANON_DAGSTER_RUNNER``, else the OS user of its effective uid, in
+    canonical form; UserError naming the variable when its value holds a control or format character."""
     named = (os.environ.get(RUNNER_ENV) or "").strip()
     if named:
-        return named
+        try:
+            return canonical_name(named)
+        except ValueError as exc:
+            raise UserError(f"{RUNNER_ENV}: the runner's name {exc}: give the account's plain name") from None
     try:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:  # a uid without a passwd entry (some containers)
+        return canonical_name(pwd.getpwuid(os.geteuid()).pw_name)
+    except (KeyError, ValueError):  # a uid without a usable passwd entry (some containers)
         return f"uid-{os.geteuid()}"
 
 

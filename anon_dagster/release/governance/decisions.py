@@ -1,7 +1,10 @@
 """Recording an approval or a rejection of an evaluation awaiting approval.
 
 A decision is refused (:class:`DecisionRefused`, one line, nothing recorded) when the spec
-requires no approval; when the approver is not listed in ``approval.approvers``; for an
+requires no approval; when the approver is not listed in ``approval.approvers`` (names compared
+in canonical form, :func:`~anon_dagster.spec.approval.canonical_name`: ``--as " DPO "`` is the
+listed ``dpo``, recorded as the spec spells it; a name holding a zero-width or other format
+character is refused); for an
 approval, when ``approval.distinct_from_runner`` holds and the approver is the evaluation's
 runner — the name given, or the identity of the process recording it (:func:`~.binding.runner`);
 when the evaluation is unknown to the ledger (never recorded as awaiting approval), was refused
@@ -25,10 +28,11 @@ from typing import Any
 
 from ...errors import UserError
 from ...spec import ReleaseSpec
+from ...spec.approval import canonical_name
 from ..ledger import Ledger
 from . import binding
 from .custody import custody_log, record_custody
-from .records import APPROVE, REFUSED, REJECT, Decision, Governance, counted_approvals
+from .records import APPROVE, REFUSED, REJECT, Decision, Governance, counted_approvals, same_name
 
 
 class DecisionRefused(UserError):
@@ -62,15 +66,22 @@ def decide(spec: ReleaseSpec, ledger: Ledger, *, partition: str | None, evaluati
     ``partition`` (see the module docstring); :class:`DecisionRefused` otherwise."""
     if decision not in (APPROVE, REJECT):
         raise ValueError(f"decision {decision!r} is neither approve nor reject")
-    partition, approver, reason = partition or "", (approver or "").strip(), (reason or "").strip()
+    partition, reason = partition or "", (reason or "").strip()
     where = f"{spec.release}/{partition}" if partition else spec.release
     approval = spec.approval
     if approval is None or not approval.required:
         raise DecisionRefused(f"{spec.label}: release {spec.release!r} requires no approval (approval.required is "
                               "not true): there is nothing to approve or reject")
-    if approver not in approval.approvers:
-        raise DecisionRefused(f"{spec.label}: {approver!r} is not an approver of release {spec.release!r} "
+    try:
+        given = canonical_name(approver or "")
+    except ValueError as exc:
+        raise DecisionRefused(f"--as: the approver's name {exc}: type the name as approval.approvers lists it "
+                              f"in {spec.label}") from None
+    listed = {canonical_name(a): a for a in approval.approvers}
+    if given not in listed:
+        raise DecisionRefused(f"{spec.label}: {given!r} is not an approver of release {spec.release!r} "
                               f"(approval.approvers: {', '.join(approval.approvers)})")
+    approver = listed[given]  # recorded as the spec spells it: one name per approver, whatever was typed
     if decision == REJECT and not reason:
         raise DecisionRefused("a rejection needs a reason (--reason): it is what the runner reads")
     governance = Governance.read(ledger)
@@ -92,8 +103,9 @@ def decide(spec: ReleaseSpec, ledger: Ledger, *, partition: str | None, evaluati
                               f"{subject.code_version}, now {binding.code_version()}): publish again to evaluate it "
                               "anew, then decide on that evaluation")
     runner, by = str(latest.get("runner") or ""), binding.runner()
-    if decision == APPROVE and approval.distinct_from_runner and runner in (approver, by):
-        who = approver if runner == approver else f"this process (it runs as {by})"
+    ran = same_name(runner)
+    if decision == APPROVE and approval.distinct_from_runner and (ran is None or ran in (given, same_name(by))):
+        who = approver if ran == given else f"this process (it runs as {by})"
         raise DecisionRefused(f"{where}: {who} ran evaluation {evaluation}, and approval.distinct_from_runner "
                               "requires another person to approve it")
 
@@ -103,7 +115,7 @@ def decide(spec: ReleaseSpec, ledger: Ledger, *, partition: str | None, evaluati
         if rejection is not None:
             raise DecisionRefused(f"{where}: evaluation {evaluation} was rejected by {rejection.approver} at "
                                   f"{rejection.at}: publish again to evaluate it anew")
-        mine = next((d for d in decided if d.approver == approver), None)
+        mine = next((d for d in decided if same_name(d.approver) == given), None)
         if mine is not None:
             raise DecisionRefused(f"{where}: {approver} already decided on evaluation {evaluation} "
                                   f"({mine.decision}, {mine.at})")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...spec.approval import canonical_name
 from ..ledger import Ledger
 from .binding import Subject
 
@@ -81,18 +82,32 @@ class Governance:
         return max((int(e["seq"]) for e in self.events if e["event"] == "decision"), default=0)
 
 
+def same_name(name: str) -> str | None:
+    """``name`` in canonical form (:func:`~anon_dagster.spec.approval.canonical_name`), None for
+    a name that has none (a control or format character in it): such a name matches nobody."""
+    try:
+        return canonical_name(name)
+    except ValueError:
+        return None
+
+
 def counted_approvals(decisions: list[Decision], approvers: list[str], runner: str | None,
                       distinct_from_runner: bool) -> list[Decision]:
     """The approvals that count: by a listed approver, not the runner when ``distinct_from_runner``
-    (neither the name given nor the process that recorded it), one per approver (the first)."""
+    (neither the name given nor the process that recorded it), one per approver (the first).
+    Names are compared in canonical form: one person spelling their name two ways counts once,
+    and a runner does not become someone else by a change of case."""
+    listed = {same_name(a) for a in approvers} - {None}
+    ran = same_name(runner) if runner is not None else None
     out: dict[str, Decision] = {}
     for d in decisions:
-        if d.decision != APPROVE or d.approver not in approvers or d.approver in out:
+        who = same_name(d.approver)
+        if d.decision != APPROVE or who is None or who not in listed or who in out:
             continue
-        if distinct_from_runner and runner is not None and runner in (d.approver, d.by):
+        if distinct_from_runner and runner is not None and (ran is None or ran in (who, same_name(d.by))):
             continue
-        out[d.approver] = d
+        out[who] = d
     return list(out.values())
 
 
-__all__ = ["APPROVE", "AWAITING", "REFUSED", "REJECT", "Decision", "Governance", "counted_approvals"]
+__all__ = ["APPROVE", "AWAITING", "REFUSED", "REJECT", "Decision", "Governance", "counted_approvals", "same_name"]
