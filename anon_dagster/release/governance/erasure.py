@@ -37,7 +37,7 @@ from ..ledger import Ledger
 from . import access
 from .binding import runner
 from .custody import opened
-from .retention import stamp
+from .retention import release_lock, stamp
 from .suppression import add_suppressed, digest, person_column, person_pseudonyms
 
 
@@ -108,37 +108,42 @@ def erase(spec: ReleaseSpec, base: Any, *, persons: Sequence[str], keystore: Any
     store = storage.TableStore(base.base if isinstance(base, storage.TableStore) else base, on_read=_quiet)
     kek = keystore.derive_key(storage.DATA_AT_REST_PURPOSE)
     pseudonyms = person_pseudonyms(spec, pd.Series(persons, dtype=object), keystore)
-    outcomes = []
-    for pseudonym in dict.fromkeys(str(p) for p in pseudonyms):
-        outcome = ErasureOutcome(digest(pseudonym))
-        plan: list[tuple[str, str | None, pd.DataFrame, pd.Series]] = []
-        for step in ("raw", "pseudonymized", "anonymized"):
-            name = (spec.release, step)
-            for partition in store.partitions(name):
-                table = store.read(name, partition, lambda: kek)
-                hit = _matches(spec, step, table, pseudonym, keystore)
-                if hit.any():
-                    plan.append((step, partition, table, hit))
-                    outcome.tables.append(TableErased(step, partition or "", int(hit.sum()), step == "anonymized"))
-        outcome.publications = publications_holding(ledger, spec.release, pseudonym)
-        access.record("erase", keystore=keystore, why=why, release=spec.release, person=outcome.person,
-                      tables=[asdict(t) for t in outcome.tables], publications=outcome.publications)
-        outcome.newly_suppressed = add_suppressed(keystore, spec.release, {pseudonym}) > 0
-        for step, partition, table, hit in plan:
-            name = (spec.release, step)
-            if step == "anonymized":
-                store.shred(name, partition)
-                continue
-            encrypted = store.path(name, partition, True).exists()
-            stored_at = store.stored_at(name, partition)
-            store.write(name, partition, table.loc[~hit.to_numpy()].reset_index(drop=True),
-                        kek if encrypted else None, stored_at=stored_at)
-        event = {"event": "erasure", "release": spec.release, "person": outcome.person, "by": runner(),
-                 "at": stamp(datetime.now(UTC)), "why": why, "tables": [asdict(t) for t in outcome.tables],
-                 "publications": outcome.publications, "suppressed": True}
-        outcome.ledger_seq = ledger.append_content_event(event)
-        outcomes.append(outcome)
-    return outcomes
+    with release_lock(store, spec.release):  # retention deletes nothing this rewrites meanwhile
+        return [_erase_one(spec, store, kek, pseudonym, keystore=keystore, ledger=ledger, why=why)
+                for pseudonym in dict.fromkeys(str(p) for p in pseudonyms)]
+
+
+def _erase_one(spec: ReleaseSpec, store: storage.TableStore, kek: bytes, pseudonym: str, *, keystore: Any,
+               ledger: Ledger, why: str) -> ErasureOutcome:
+    """Erase the person of linkage pseudonym ``pseudonym`` (the four steps of the module docstring)."""
+    outcome = ErasureOutcome(digest(pseudonym))
+    plan: list[tuple[str, str | None, pd.DataFrame, pd.Series]] = []
+    for step in ("raw", "pseudonymized", "anonymized"):
+        name = (spec.release, step)
+        for partition in store.partitions(name):
+            table = store.read(name, partition, lambda: kek)
+            hit = _matches(spec, step, table, pseudonym, keystore)
+            if hit.any():
+                plan.append((step, partition, table, hit))
+                outcome.tables.append(TableErased(step, partition or "", int(hit.sum()), step == "anonymized"))
+    outcome.publications = publications_holding(ledger, spec.release, pseudonym)
+    access.record("erase", keystore=keystore, why=why, release=spec.release, person=outcome.person,
+                  tables=[asdict(t) for t in outcome.tables], publications=outcome.publications)
+    outcome.newly_suppressed = add_suppressed(keystore, spec.release, {pseudonym}) > 0
+    for step, partition, table, hit in plan:
+        name = (spec.release, step)
+        if step == "anonymized":
+            store.shred(name, partition)
+            continue
+        encrypted = store.path(name, partition, True).exists()
+        stored_at = store.stored_at(name, partition)
+        store.write(name, partition, table.loc[~hit.to_numpy()].reset_index(drop=True),
+                    kek if encrypted else None, stored_at=stored_at)
+    event = {"event": "erasure", "release": spec.release, "person": outcome.person, "by": runner(),
+             "at": stamp(datetime.now(UTC)), "why": why, "tables": [asdict(t) for t in outcome.tables],
+             "publications": outcome.publications, "suppressed": True}
+    outcome.ledger_seq = ledger.append_content_event(event)
+    return outcome
 
 
 def erasures(ledger: Ledger, release: str | None = None) -> list[dict[str, Any]]:

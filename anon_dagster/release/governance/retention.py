@@ -12,6 +12,11 @@ Definitions (the spec block is :mod:`anon_dagster.spec.retention`):
 - deleting a table destroys its partition's data key first (crypto-shredding:
   :meth:`~anon_dagster.storage.TableStore.shred`), then its file.
 
+Retention and erasure of one release hold its *release lock* (:func:`release_lock`, an
+exclusive ``flock`` on ``<storage>/.keys/.locks/<release>.lock``) while they find and change
+tables: two retention runs at once delete and record each table once, and an erasure never
+rewrites a table retention is deleting.
+
 Each deletion goes to the custody log (``retention-delete``), then one ``retention`` event to the
 ledger: which tables (step, partition, when stored, when expired, whether a data key was
 destroyed) and when. No value of the data is recorded.
@@ -19,13 +24,17 @@ destroyed) and when. No value of the data is recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ...errors import UserError
+from ...pseudonymize.keystore.anchor import locked_file
 from ...spec import ReleaseSpec
+from ...storage import KEYS_FOLDER
 from ..ledger import Ledger
 from ..step_storage import storage_folder
 from . import access
@@ -120,13 +129,29 @@ def expired_tables(spec: ReleaseSpec, store: Any, now: datetime) -> list[Expired
     return out
 
 
+@contextmanager
+def release_lock(store: Any, release: str) -> Iterator[None]:
+    """Hold the release lock of ``release`` in ``store`` for the block (see the module docstring)."""
+    with locked_file(Path(store.base) / KEYS_FOLDER / ".locks" / f"{release}.lock"):
+        yield
+
+
 def apply_retention(spec: ReleaseSpec, store: Any, *, now: datetime, ledger: Ledger | None, keystore: Any = None,
                     dry_run: bool = False, why: str = "") -> RetentionOutcome:
     """Delete the tables :func:`expired_tables` finds (nothing with ``dry_run``): each one's data
-    key then file, each deletion in the custody log, then one ``retention`` event in ``ledger``."""
+    key then file, each deletion in the custody log, then one ``retention`` event in ``ledger``;
+    under the release lock, so a second run at once finds what the first left."""
+    if dry_run:
+        return RetentionOutcome(spec.release, stamp(now), expired_tables(spec, store, now), dry_run)
+    with release_lock(store, spec.release):
+        return _apply(spec, store, now=now, ledger=ledger, keystore=keystore, why=why)
+
+
+def _apply(spec: ReleaseSpec, store: Any, *, now: datetime, ledger: Ledger | None, keystore: Any,
+           why: str) -> RetentionOutcome:
     found = expired_tables(spec, store, now)
-    if dry_run or not found:
-        return RetentionOutcome(spec.release, stamp(now), found, dry_run)
+    if not found:
+        return RetentionOutcome(spec.release, stamp(now), found, False)
     if ledger is None:
         raise UserError(f"{spec.label}: retention records what it deletes in the ledger, and none was given "
                         "(--ledger or ANON_DAGSTER_LEDGER)")
@@ -147,4 +172,4 @@ def apply_retention(spec: ReleaseSpec, store: Any, *, now: datetime, ledger: Led
 
 
 __all__ = ["RETAINED_STEPS", "Expired", "RetentionOutcome", "apply_retention", "expired_tables",
-           "intermediates_base", "parse_now", "stamp"]
+           "intermediates_base", "parse_now", "release_lock", "stamp"]

@@ -31,7 +31,7 @@ from ...errors import SecretError, UserError
 from ...io import write_bytes_atomic
 from ...pseudonymize.methods import PERSON_NORMALIZATION
 from ..ledger import linkage_pseudonyms
-from .custody import opened
+from .custody import custody_log, opened
 
 LINKAGE_PURPOSE = "ledger-linkage"
 SUPPRESSION_PURPOSE = "suppression-list"
@@ -68,15 +68,33 @@ def _mac(keystore: Any, release: str, pseudonyms: list[str]) -> str:
     return hmac.new(keystore.derive_key(SUPPRESSION_PURPOSE), body.encode(), hashlib.sha256).hexdigest()
 
 
-def suppressed(keystore: Any, release: str) -> set[str]:
+def erased_digests(keystore: Any, release: str) -> set[str]:
+    """The digests of the persons the custody log records as erased from ``release`` (the log
+    verified against its anchor first: AuditTampered otherwise)."""
+    return {str(e["event"].get("person")) for e in custody_log(keystore).entries()
+            if e["event"].get("action") == "erase" and e["event"].get("release") == release}
+
+
+def suppressed(keystore: Any, release: str, *, anchored: bool = True) -> set[str]:
     """The linkage pseudonyms on the suppression list of ``release`` (empty when it has none, or the
-    key store keeps no state); UserError when the list was altered."""
+    key store keeps no state); UserError when the list was altered or, with ``anchored``, lacks
+    persons the custody log records as erased (see the module docstring)."""
     try:
         path = list_path(keystore, release)
     except SecretError:
         return set()
-    if not path.exists():
-        return set()
+    listed = _read_list(keystore, release, path) if path.exists() else set()
+    if anchored:
+        lacking = erased_digests(keystore, release) - {digest(p) for p in listed}
+        if lacking:
+            state = "lacks" if path.exists() else "is missing, and with it"
+            raise UserError(f"{path}: the suppression list of release {release!r} {state} {len(lacking)} person(s) "
+                            "the custody log records as erased (deleted, or an older copy restored): nothing is "
+                            "processed until the latest copy is restored or those persons are erased again")
+    return listed
+
+
+def _read_list(keystore: Any, release: str, path: Path) -> set[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         pseudonyms = [str(p) for p in data["pseudonyms"]]
@@ -91,7 +109,7 @@ def suppressed(keystore: Any, release: str) -> set[str]:
 
 def add_suppressed(keystore: Any, release: str, pseudonyms: set[str]) -> int:
     """Add ``pseudonyms`` to the suppression list of ``release``; how many were new."""
-    before = suppressed(keystore, release)
+    before = suppressed(keystore, release, anchored=False)  # erasing again is how a lost list is repaired
     after = sorted(before | set(pseudonyms))
     path = list_path(keystore, release)
     path.parent.mkdir(mode=0o700, exist_ok=True)
@@ -123,5 +141,5 @@ def digest(pseudonym: str) -> str:
     return hashlib.sha256(pseudonym.encode()).hexdigest()[:16]
 
 
-__all__ = ["add_suppressed", "digest", "drop_suppressed", "list_path", "person_column", "person_pseudonyms",
+__all__ = ["add_suppressed", "digest", "drop_suppressed", "erased_digests", "list_path", "person_column", "person_pseudonyms",
            "suppressed"]
