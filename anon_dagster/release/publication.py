@@ -230,7 +230,13 @@ def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd
     in the ledger (with ``run_id``, the orchestrator's run, when given) and its report written to
     ``reports``; a rejection is a refusal."""
     from .governance import admit
+    from .governance.suppression import erased_rows
 
+    erased = erased_rows(spec, [anonymized, pseudonymized], keystore)
+    if erased:  # erased after this run pseudonymized: it must not publish them
+        reason = (f"{spec.label}: {erased} row(s) of persons erased since this run read its data: run the "
+                  "partition again, it leaves them out")
+        raise PublicationRefused(reason, [reason])
     approval = admit(spec, evaluation, ledger, keystore=keystore, reports=reports, run_id=run_id)
     if spec.publication.mode == "aggregates":
         done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage,

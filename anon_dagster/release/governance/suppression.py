@@ -135,6 +135,22 @@ def drop_suppressed(spec: Any, raw: pd.DataFrame, keystore: Any) -> pd.DataFrame
     return raw.loc[keep].reset_index(drop=True) if not keep.all() else raw
 
 
+def erased_rows(spec: Any, tables: Any, keystore: Any) -> int:
+    """How many rows of ``tables`` (DataFrames that carry the ledger's linkage column) belong to a
+    person on the release's suppression list: the last look before a publication, for a person
+    erased while the run was already past its pseudonymize step. 0 without a key store, a list,
+    or the linkage column (a release without ``composition`` names no person in its tables)."""
+    from ..gate import LINKAGE_COLUMN
+
+    if keystore is None:
+        return 0
+    with_linkage = [t for t in tables if t is not None and LINKAGE_COLUMN in t.columns and len(t)]
+    if not with_linkage:
+        return 0
+    listed = suppressed(keystore, spec.release)
+    return sum(int(t[LINKAGE_COLUMN].isin(listed).sum()) for t in with_linkage) if listed else 0
+
+
 def digest(pseudonym: str) -> str:
     """What the ledger and the custody log name an erased person by: SHA-256 of the linkage
     pseudonym, 16 hex characters (it finds the person's records without being the pseudonym)."""

@@ -149,3 +149,23 @@ def test_the_spark_engine_refuses_a_release_with_erased_persons(stored_release):
     with pytest.raises(UserError, match="erased persons.*--engine pandas") as caught:
         refuse_erased(spec, ks)
     assert "PID" not in str(caught.value)
+
+
+def test_a_person_erased_while_a_run_is_past_its_pseudonymize_step_is_not_published(stored_release):
+    """The run read and pseudonymized the person before the erasure; its publication step, the
+    last to look, refuses rather than publish them, and a new run of the partition publishes."""
+    from anon_dagster.release.publication import PublicationRefused, publish_release
+
+    spec, ks, ledger = stored_release.spec, stored_release.keystore, stored_release.ledger
+    early = pipeline.run_gate(spec, partition="2023", keystore=ks, ledger=ledger)
+    assert early.evaluation.passed
+    pseudonym = str(person_pseudonyms(spec, pd.Series([PERSON]), ks)[0])
+    assert pseudonym in set(early.anonymized.data[gate.LINKAGE_COLUMN])
+    erase(spec, stored_release.store.base, persons=[PERSON], keystore=ks, ledger=ledger, why="request of the person")
+    with pytest.raises(PublicationRefused, match="erased since this run read its data") as refused:
+        publish_release(spec, early.evaluation, anonymized=gate.attach_record(early.anonymized.data, early.anonymized.record),
+                        pseudonymized=early.pseudonymized.data, ledger=ledger, keystore=ks)
+    assert PERSON not in str(refused.value) and pseudonym not in str(refused.value)
+    assert not any(e.partition == "2023" for e in ledger.entries(release=spec.release) if e.status == "published")
+    again = publish_partition(spec, partition="2023", ledger=ledger, keystore=ks)
+    assert again.published is not None
