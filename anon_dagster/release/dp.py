@@ -262,6 +262,76 @@ class DPAggregates:
         }
 
 
+ROWS = "__rows"
+
+
+def sum_column(column: str) -> str:
+    """The column of a groups table holding the clamped sum of ``column``."""
+    return f"__sum_{column}"
+
+
+def bad_column(column: str) -> str:
+    """The column of a groups table counting ``column``'s missing or non-numeric values."""
+    return f"__bad_{column}"
+
+
+def positive_epsilon(epsilon: float | str | Fraction) -> Fraction:
+    """``epsilon`` as an exact fraction (:func:`exact_fraction`), refused unless positive."""
+    eps = exact_fraction(epsilon)
+    if eps <= 0:
+        raise DataError(f"epsilon must be > 0 (got {epsilon})")
+    return eps
+
+
+def check_columns(columns: Any, config: AggregatesConfig, epsilon: float | str | Fraction) -> Fraction:
+    """``epsilon`` as an exact fraction, after checking it is positive and that every column
+    ``config`` needs is in ``columns``."""
+    eps = positive_epsilon(epsilon)
+    needed = list(config.group_by) + [s.column for s in config.sums]
+    if config.person:
+        needed.append(config.person)
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise DataError(f"the table has no column {missing[0]!r} (needed by publication.aggregates)")
+    return eps
+
+
+def person_missing(person: str) -> DataError:
+    """The error of a person column with missing values."""
+    return DataError(f"column {person!r} has missing values: contributions cannot be bounded")
+
+
+def bounded_groups(df: pd.DataFrame, config: AggregatesConfig) -> tuple[pd.DataFrame, int]:
+    """The *groups table* of ``df`` after contribution bounding, and the rows the bound dropped.
+
+    Bounding keeps each person's first ``max_contributions`` rows in table order. The groups
+    table has one row per combination of the ``group_by`` values that occurs (missing values a
+    value of their own), its rows (:data:`ROWS`) and, per sum, the sum of its values clamped to
+    ``[lower, upper]`` and rounded half to even (:func:`sum_column`) and the number of its
+    missing or non-numeric values (:func:`bad_column`)."""
+    data = df
+    dropped = 0
+    if config.person:
+        if data[config.person].isna().any():
+            raise person_missing(config.person)
+        rank = data.groupby(config.person, sort=False).cumcount()
+        keep = (rank < config.max_contributions).to_numpy()
+        dropped = int((~keep).sum())
+        data = data[keep]
+    parts = {c: data[c].reset_index(drop=True) for c in config.group_by}
+    parts[ROWS] = pd.Series(np.ones(len(data), dtype=np.int64))
+    for s in config.sums:
+        values = pd.to_numeric(data[s.column], errors="coerce").reset_index(drop=True)
+        bad = values.isna()
+        parts[sum_column(s.column)] = np.rint(values.where(~bad, 0).clip(s.lower, s.upper)).astype("int64")
+        parts[bad_column(s.column)] = bad.astype("int64")
+    rows = pd.DataFrame(parts)
+    if not config.group_by:
+        return rows.sum().to_frame().T.astype("int64"), dropped
+    groups = rows.groupby(list(config.group_by), sort=False, dropna=False, observed=True).sum().reset_index()
+    return groups, dropped
+
+
 def dp_aggregates(
     df: pd.DataFrame,
     config: AggregatesConfig,
@@ -274,25 +344,24 @@ def dp_aggregates(
     group columns, then one integer column per measure. Per-cell expected error is in
     ``measures`` (same for every cell of a measure, since the noise does not depend on data).
     """
+    check_columns(df.columns, config, epsilon)
+    groups, dropped = bounded_groups(df, config)
+    return aggregates_from_groups(groups, dropped, config, epsilon, rng)
+
+
+def aggregates_from_groups(
+    groups: pd.DataFrame,
+    dropped: int,
+    config: AggregatesConfig,
+    epsilon: float | str | Fraction,
+    rng: IntegerSource | None = None,
+) -> DPAggregates:
+    """The noisy aggregates of a groups table (:func:`bounded_groups`; the Spark engine counts
+    it on Spark): the cells, each measure's exact value per cell, then the noise, drawn measure
+    by measure and cell by cell in the cells' order."""
     rng = rng or secrets.SystemRandom()
-    eps = exact_fraction(epsilon)
-    if eps <= 0:
-        raise DataError(f"epsilon must be > 0 (got {epsilon})")
-    needed = list(config.group_by) + [s.column for s in config.sums]
-    if config.person:
-        needed.append(config.person)
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise DataError(f"the table has no column {missing[0]!r} (needed by publication.aggregates)")
-    data = df
-    dropped = 0
-    if config.person:
-        if data[config.person].isna().any():
-            raise DataError(f"column {config.person!r} has missing values: contributions cannot be bounded")
-        rank = data.groupby(config.person, sort=False).cumcount()
-        keep = (rank < config.max_contributions).to_numpy()
-        dropped = int((~keep).sum())
-        data = data[keep]
+    eps = positive_epsilon(epsilon)
+    data = groups
     # the cells: a declared domain, else the observed values of each column
     levels = []
     for col in config.group_by:
@@ -306,7 +375,7 @@ def dp_aggregates(
         inside = np.ones(len(data), dtype=bool)
         for col, values in zip(config.group_by, levels, strict=True):
             inside &= data[col].isin(values).to_numpy()
-        outside = int((~inside).sum())
+        outside = int(data[ROWS].to_numpy()[~inside].sum())
         data = data[inside]
         cell_index = pd.MultiIndex.from_frame(cells) if len(config.group_by) > 1 else pd.Index(cells.iloc[:, 0])
         grouped = data.groupby(list(config.group_by) if len(config.group_by) > 1 else config.group_by[0], sort=False)
@@ -315,26 +384,21 @@ def dp_aggregates(
     table = cells.copy()
     measures: dict[str, dict[str, float]] = {}
 
-    def exact(values: pd.Series) -> np.ndarray:
+    def exact(column: str) -> np.ndarray:
         if not config.group_by:
-            return np.array([int(values.sum())], dtype=object)
-        return values.reindex(cell_index, fill_value=0).to_numpy()
+            return np.array([int(data[column].sum())], dtype=object)
+        return grouped[column].sum().reindex(cell_index, fill_value=0).to_numpy()
 
     if not config.group_by:
         table = pd.DataFrame(index=[0])
     for measure in config.measures:
         if measure == "count":
-            true = exact(grouped.size()) if config.group_by else np.array([len(data)], dtype=object)
+            true = exact(ROWS)
         else:
             s = next(s for s in config.sums if measure == f"sum_{s.column}")
-            values = pd.to_numeric(data[s.column], errors="coerce")
-            if values.isna().any():
+            if int(data[bad_column(s.column)].sum()):
                 raise DataError(f"column {s.column!r} has missing or non-numeric values: cannot sum it")
-            clamped = np.rint(values.clip(s.lower, s.upper)).astype("int64")
-            true = (
-                exact(clamped.groupby([data[c] for c in config.group_by], sort=False).sum())
-                if config.group_by else np.array([int(clamped.sum())], dtype=object)
-            )
+            true = exact(sum_column(s.column))
         sensitivity = config.sensitivity(measure)
         scale = Fraction(sensitivity) / eps_m
         noisy = [int(v) + discrete_laplace(scale, rng) for v in true]
@@ -344,7 +408,7 @@ def dp_aggregates(
         measures[measure] = {"sensitivity": float(sensitivity), **discrete_laplace_error(scale)}
     return DPAggregates(
         table=table.reset_index(drop=True), epsilon=float(eps), epsilon_per_measure=float(eps_m),
-        measures=measures, cells=len(table), rows_used=len(data), rows_dropped_by_bound=dropped,
+        measures=measures, cells=len(table), rows_used=int(data[ROWS].sum()), rows_dropped_by_bound=dropped,
         rows_outside_domain=outside, domain_declared=bool(config.domain),
     )
 
