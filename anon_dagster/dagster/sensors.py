@@ -1,6 +1,6 @@
-"""Sensors of a release: its source files, the freshness of its publications, and its refusals
-(docs/dagster.md). The decisions are the core's: :mod:`anon_dagster.release.source_watch`,
-:mod:`anon_dagster.release.freshness`, :mod:`anon_dagster.release.refusal_feed`."""
+"""Sensors of a release: its source files, the freshness of its publications, and its refusals;
+the decisions are the core's (:mod:`anon_dagster.release.source_watch`,
+:mod:`~anon_dagster.release.freshness`, :mod:`~anon_dagster.release.refusal_feed`); docs/dagster.md."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
-    AssetCheckSeverity,
     AssetKey,
     AssetRecordsFilter,
     DefaultSensorStatus,
-    MetadataValue,
     RunRequest,
     SensorDefinition,
     SensorEvaluationContext,
@@ -27,9 +25,11 @@ from ..objectstore import is_remote
 from ..release.freshness import judge_freshness
 from ..release.pipeline import describe_error
 from ..release.refusal_feed import OUTCOME_KEY, REFUSAL_KEY, RefusalFeed
+from ..release.shown_outcomes import freshness_shown
 from ..release.source_watch import source_runs
 from ..spec import ReleaseSpec
 from .alerts import Refusal
+from .metadata import check_result
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
@@ -54,9 +54,8 @@ def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
             description=f"Runs {spec.release}'s release for a partition when its source file appears or changes.")
     def _source(context: SensorEvaluationContext):
         requests, cursor = source_requests(spec, context.cursor)
-        if not requests:
-            return SensorResult(skip_reason=SkipReason("no new or changed source file"), cursor=cursor)
-        return SensorResult(run_requests=requests, cursor=cursor)
+        return SensorResult(run_requests=requests, cursor=cursor,
+                            skip_reason=None if requests else SkipReason("no new or changed source file"))
 
     return _source
 
@@ -64,11 +63,9 @@ def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
 def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTranslator,
                          now: datetime | None = None) -> AssetCheckEvaluation:
     """The ``freshness`` check's result (:func:`~anon_dagster.release.freshness.judge_freshness`)."""
-    fresh = judge_freshness(spec, ledger, now)
-    metadata = {k: MetadataValue.float(v) if k == "age_days" else v for k, v in fresh.metadata.items()}
-    return AssetCheckEvaluation(asset_key=translator.asset_key(spec, "published"),
-                                check_name=translator.freshness_check_name(spec), severity=AssetCheckSeverity.ERROR,
-                                passed=fresh.passed, description=fresh.description, metadata=metadata)
+    return check_result(freshness_shown(judge_freshness(spec, ledger, now)), of=AssetCheckEvaluation,
+                        asset_key=translator.asset_key(spec, "published"),
+                        check_name=translator.freshness_check_name(spec))
 
 
 def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 6 * 3600,
@@ -121,9 +118,8 @@ def refusal_sensor(fn: Callable[[Refusal], RunRequest | Sequence[RunRequest] | N
         for refusal in refusals:
             out = fn(refusal)
             requests += [out] if isinstance(out, RunRequest) else list(out or [])
-        if not requests:
-            return SensorResult(skip_reason=SkipReason(f"{len(refusals)} refusal(s) handed on"), cursor=cursor)
-        return SensorResult(run_requests=requests, cursor=cursor)
+        return SensorResult(run_requests=requests, cursor=cursor,
+                            skip_reason=None if requests else SkipReason(f"{len(refusals)} refusal(s) handed on"))
 
     return _refusals
 

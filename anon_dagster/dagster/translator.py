@@ -1,6 +1,6 @@
-"""How a release spec becomes Dagster objects: subclass :class:`ReleaseTranslator` and override a
-method to change one convention (docs/dagster.md). The conventions themselves are the core's:
-:mod:`anon_dagster.release.release_names` and :mod:`anon_dagster.release.step_conventions`."""
+"""How a release spec becomes Dagster objects: :class:`ReleaseTranslator`, whose conventions are the
+core's (:mod:`anon_dagster.release.release_names`, :mod:`~anon_dagster.release.step_conventions`);
+see docs/dagster.md."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from ..release.pipeline import DeclaredCheck, declared_checks
 from ..release.release_names import FRESHNESS_CHECK, PUBLICATION_CHECK
 from ..release.step_conventions import (
     PUBLICATION_TEXT,
-    STEPS,
     code_version,
     freshness_text,
-    package_version,
     step_description,
     step_kinds,
 )
@@ -25,7 +23,8 @@ from ..spec import ReleaseSpec
 
 
 class ReleaseTranslator:
-    """The conventions that turn a :class:`ReleaseSpec` into Dagster objects."""
+    """The conventions that turn a :class:`ReleaseSpec` into Dagster objects; subclass it and
+    override one method to change one convention."""
 
     def asset_key(self, spec: ReleaseSpec, step: str) -> AssetKey:
         return AssetKey(names.asset_path(spec, step))
@@ -105,6 +104,15 @@ class ReleaseTranslator:
         return names.freshness_sensor_name(spec)
 
 
+def asset_attributes(t: ReleaseTranslator, spec: ReleaseSpec, step: str,
+                     partitions_def: PartitionsDefinition | None) -> dict[str, Any]:
+    """The keyword arguments of ``@asset`` for one step, every one from the translator ``t``."""
+    return {"key": t.asset_key(spec, step), "group_name": t.group_name(spec), "partitions_def": partitions_def,
+            "kinds": t.kinds(spec, step), "metadata": t.metadata(spec, step), "description": t.description(spec, step),
+            "owners": t.owners(spec, step) or None, "tags": t.tags(spec, step) or None,
+            "code_version": t.code_version(spec, step)}
+
+
 class _partition_aware_checks(warnings.catch_warnings):
     """Partition-aware checks are a Dagster preview feature, used knowingly."""
 
@@ -114,4 +122,4 @@ class _partition_aware_checks(warnings.catch_warnings):
         return out
 
 
-__all__ = ["FRESHNESS_CHECK", "PUBLICATION_CHECK", "STEPS", "ReleaseTranslator", "package_version"]
+__all__ = ["ReleaseTranslator", "asset_attributes"]

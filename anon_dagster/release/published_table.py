@@ -11,15 +11,22 @@ Definitions.
   carries its partition's start (``publication.table_partition_column``, a timestamp), the
   column a database IO manager replaces one partition by.
 
-Nothing here decides whether a partition is published: the caller gives the entry only once
-the partition's latest outcome is ``published`` (the Dagster layer: :mod:`anon_dagster.dagster.table_target`).
+A table is handed on (:func:`table_of_record`) only when the partition's latest outcome, as
+the published step recorded it, is ``published`` (a refusal, or no outcome yet, hands on
+nothing) and the ledger's current publication of the partition is that outcome's entry.
+
+The table's asset is ``<release>/<table>`` (:func:`table_path`: the name of
+``publication.table`` without its schema); its definition metadata carry the ``schema``, and
+for a partitioned release the ``partition_expr`` (:func:`table_definition_metadata`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -29,6 +36,7 @@ from ..objectstore import ObjectPath, is_remote, read_bytes
 from ..partitions import partition_window
 from ..spec import ReleaseSpec
 from .ledger import Ledger, Publication
+from .refusal_feed import OUTCOME_KEY
 
 
 class TableRefused(UserError):
@@ -81,4 +89,42 @@ def publication_table(spec: ReleaseSpec, ledger: Ledger, partition: str | None) 
     return table, entry
 
 
-__all__ = ["TableRefused", "current_entry", "parse_publication", "publication_bytes", "publication_table"]
+def table_path(spec: ReleaseSpec) -> list[str] | None:
+    """``[<release>, <table>]`` (the table's name without its schema); None without ``publication.table``."""
+    return [spec.release, spec.publication.table.rpartition(".")[2]] if spec.publication.table else None
+
+
+def table_definition_metadata(spec: ReleaseSpec, partitioned: bool) -> dict[str, Any]:
+    """What a database IO manager reads from the definition: the ``schema``, and the ``partition_expr``."""
+    schema = spec.publication.table.rpartition(".")[0] if spec.publication.table else ""
+    out: dict[str, Any] = {"schema": schema} if schema else {}
+    if partitioned:
+        out["partition_expr"] = spec.publication.table_partition_column
+    return out
+
+
+def table_description(spec: ReleaseSpec) -> str:
+    return (f"{spec.release}'s publication as the table {spec.publication.table}, through the IO manager "
+            f"{spec.publication.io_manager!r}: only a partition whose latest outcome is published, its rows read "
+            "back from the file of record and checked against the ledger's SHA-256. A refused partition writes "
+            "nothing.")
+
+
+def table_of_record(spec: ReleaseSpec, ledger: Callable[[], Ledger], partition: str | None,
+                    outcome: Mapping[str, Any], published: str) -> tuple[pd.DataFrame, Publication]:
+    """The partition's table and entry when ``outcome`` (the latest outcome of the published step
+    ``published``, plain values by name; empty: none) is ``published`` and its ``ledger_entry`` the
+    current one of the ledger ``ledger()`` opens (see the module docstring); TableRefused otherwise."""
+    where = f"{spec.release} {partition or ''}".strip()
+    if outcome.get(OUTCOME_KEY) != "published":
+        said = f"was {outcome[OUTCOME_KEY]}" if OUTCOME_KEY in outcome else "has no outcome yet"
+        raise TableRefused(f"{where}: the publication {said} ({published}): nothing written to {spec.publication.table}")
+    table, entry = publication_table(spec, ledger(), partition)
+    if outcome.get("ledger_entry") not in (None, entry.id):
+        raise TableRefused(f"{where}: the ledger's current publication (entry {entry.id}) is not the one {published} "
+                           f"published (entry {outcome['ledger_entry']}): nothing written")
+    return table, entry
+
+
+__all__ = ["TableRefused", "current_entry", "parse_publication", "publication_bytes", "publication_table",
+           "table_definition_metadata", "table_description", "table_of_record", "table_path"]

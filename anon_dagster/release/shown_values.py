@@ -4,17 +4,21 @@
   (:func:`~.report.values.format_value`); integers, and floats holding one, stay exact;
 - a measured value is an integer, a rounded float, or text (``n/a`` for none);
 - the transformation record is shown without what is per class (Mondrian's ranges: the QI
-  values of each class), which stays in the record file.
+  values of each class), which stays in the record file;
+- a value that must be shown as one kind whatever its type is a :class:`Shown`: Markdown that
+  reads as written, text, JSON as it is (unrounded: the contract form), an integer or a float.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .gate import as_float
+from .report.markdown import md_text
 
 # significant digits of a figure shown (the report's format_value)
 DIGITS = 4
@@ -61,4 +65,27 @@ def record_summary(record: Any, record_file: Path | str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["DIGITS", "figure", "measured_value", "record_summary", "rounded"]
+@dataclass(frozen=True)
+class Shown:
+    """``value`` shown as ``kind``: ``md`` (Markdown), ``text``, ``json`` (unrounded), ``int`` or ``float``."""
+
+    kind: str
+    value: Any
+
+
+def markdown(text: Any) -> Shown:
+    """Prose the core wrote, as Markdown that shows it as written (:func:`~.report.markdown.md_text`)."""
+    return Shown("md", md_text(text))
+
+
+def text(value: Any) -> Shown:
+    return Shown("text", value)
+
+
+def measured(value: Any) -> Shown:
+    """A check's measured value (:func:`measured_value`) as text, an integer or a float."""
+    shown = measured_value(value)
+    return Shown("text" if isinstance(shown, str) else "int" if isinstance(shown, int) else "float", shown)
+
+
+__all__ = ["DIGITS", "Shown", "figure", "markdown", "measured", "measured_value", "record_summary", "rounded", "text"]

@@ -16,8 +16,8 @@ from dagster import AssetKey, DagsterInstance, SensorResult, SkipReason, build_s
 from anon_dagster.dagster import KeyStoreResource, LedgerResource, ReleaseTranslator
 from anon_dagster.dagster.assets import build_release
 from anon_dagster.dagster.sensors import freshness_evaluation, source_requests
-from anon_dagster.dagster.translator import package_version
 from anon_dagster.errors import SpecError
+from anon_dagster.release.step_conventions import package_version
 from anon_dagster.spec import load_spec
 from tests.support.ledgers import env_ledger
 from tests.support.releases import check_evaluations, load, run, write_release
