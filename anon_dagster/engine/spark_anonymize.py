@@ -27,8 +27,6 @@ def check_supported(spec: Any) -> None:
     if an.utility.startswith("query:"):
         raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} (a utility query as the search's metric)",
                                   hint="use entropy, loss, discernibility or aecs, or --engine pandas")
-    if spec.publication.mode == "aggregates":
-        raise UnsupportedOnEngine("publication.mode: aggregates (differential privacy)", hint="use --engine pandas")
     if getattr(spec.policy, "attacks", None) is not None:
         raise UnsupportedOnEngine("policy.attacks (the release's attacks)", hint="use --engine pandas")
     for name in spec.pseudonymized:

@@ -276,9 +276,9 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         outcome, composition, assignment = composition_outcome(engine, spec, published, ledger, partition)
         results["composition"] = result(outcome)
     if "epsilon_budget" in names:
-        results["epsilon_budget"] = CheckResult("epsilon_budget", False, spec_key="publication.epsilon",
-                                                summary="could not be checked: differential privacy is not "
-                                                "supported on the Spark engine yet")
+        from ..release.evaluate_step import _budget as budget_outcome
+
+        results["epsilon_budget"] = result(budget_outcome(spec, ledger))
     if "data_contract" in names:
         try:
             outcome = contract_outcome(engine, spec, published, raw, set(anonymized.categories))
