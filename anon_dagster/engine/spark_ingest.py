@@ -11,8 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import DataError, UserError
+from ..errors import DataError
 from .base import UnsupportedOnEngine
+from .spark_erasure import drop_erased
 from .spark_frames import published_columns, read_parquet
 from .spark_pseudonyms import DISTINCT_PREFIX
 from .spark_results import SparkIngested, SparkPseudonymized
@@ -107,24 +108,13 @@ def ingest(engine: SparkDriver, spec: Any, partition: str | None = None, input_p
     check_data(engine, spec, df, str(path))
     return SparkIngested(df, str(path))
 
-def refuse_erased(spec: Any, keystore: Any | None) -> None:
-    """UserError when ``spec``'s release has persons on its suppression list (erased on request:
-    no later release may contain them, and only the pandas engine drops them today)."""
-    from ..release.governance.suppression import suppressed
-
-    if keystore is not None and suppressed(keystore, spec.release):
-        raise UserError(f"{spec.label}: the release has erased persons on its suppression list, which the Spark "
-                        "engine does not drop yet: run it with the pandas engine (--engine pandas)")
-
-
 def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keystore: Any | None, *, linkage: bool = True,
                  partition: str | None = None) -> SparkPseudonymized:
     """Identifiers pseudonymized as declared, the others dropped, and with ``linkage`` and a
     composition block the ledger's linkage pseudonym (:func:`~anon_dagster.release.pipeline.pseudonymize`).
 
-    A release with erased persons on its suppression list is refused: the pandas pipeline drops
-    their rows before anything else, and this engine does not yet, so it must not run at all."""
-    refuse_erased(spec, keystore)
+    The rows of a person on the release's suppression list are dropped first, on Spark
+    (:func:`.spark_erasure.drop_erased`), as the pandas pipeline drops them."""
     from pyspark.sql import types as T
 
     from ..pseudonymize.methods import pseudonym_pattern, publication_label
@@ -141,10 +131,10 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
         pseudonymize_batches,
     )
 
-    df = ingested.df
     wants_linkage = linkage and spec.composition is not None
     if spec.pseudonymized or wants_linkage:
         check_keystore(spec, keystore)
+    df = drop_erased(engine, spec, ingested.df, keystore)
     steps, summaries, dropped = [], [], []
     for name in spec.identifiers:
         if name not in df.columns:

@@ -50,12 +50,24 @@ def person_column(spec: Any) -> str:
                     f"(the release has {len(identifiers)} identifier columns)")
 
 
-def person_pseudonyms(spec: Any, values: pd.Series, keystore: Any) -> Any:
-    """The linkage pseudonym of each value of the person column (see the module docstring)."""
+def person_normalize(spec: Any) -> Any:
+    """How the person column is spelled before its linkage pseudonym is keyed: the ``normalize``
+    block of its ``pseudonymize`` block, else :data:`~anon_dagster.pseudonymize.methods.PERSON_NORMALIZATION`."""
     column = spec.columns.get(person_column(spec))
     how = getattr(column, "pseudonymize", None)
-    normalize = how.normalize if how is not None else PERSON_NORMALIZATION
-    return linkage_pseudonyms(values.reset_index(drop=True), keystore.derive_key(LINKAGE_PURPOSE), normalize=normalize)
+    return how.normalize if how is not None else PERSON_NORMALIZATION
+
+
+def person_pseudonyms(spec: Any, values: pd.Series, keystore: Any) -> Any:
+    """The linkage pseudonym of each value of the person column (see the module docstring)."""
+    return linkage_pseudonyms(values.reset_index(drop=True), keystore.derive_key(LINKAGE_PURPOSE),
+                              normalize=person_normalize(spec))
+
+
+def named_persons(values: pd.Series) -> np.ndarray:
+    """The rows whose person column names someone: present and not blank (a row without a person
+    cannot be an erased person's, and linkage refuses it elsewhere, if it must)."""
+    return (values.notna() & values.astype(str).str.strip().ne("")).to_numpy()
 
 
 def list_path(keystore: Any, release: str) -> Path:
@@ -127,8 +139,7 @@ def drop_suppressed(spec: Any, raw: pd.DataFrame, keystore: Any) -> pd.DataFrame
     if not listed:
         return raw
     values = raw[person_column(spec)]
-    # a row without a person cannot be an erased person's (and linkage refuses it elsewhere, if it must)
-    named = (values.notna() & values.astype(str).str.strip().ne("")).to_numpy()
+    named = named_persons(values)
     keep = np.ones(len(raw), dtype=bool)
     if named.any():
         keep[named] = ~pd.Series(person_pseudonyms(spec, values[named], keystore)).isin(listed).to_numpy()
@@ -157,5 +168,6 @@ def digest(pseudonym: str) -> str:
     return hashlib.sha256(pseudonym.encode()).hexdigest()[:16]
 
 
-__all__ = ["add_suppressed", "digest", "drop_suppressed", "erased_digests", "list_path", "person_column", "person_pseudonyms",
+__all__ = ["add_suppressed", "digest", "drop_suppressed", "erased_digests", "list_path", "named_persons", "person_column",
+           "person_normalize", "person_pseudonyms",
            "suppressed"]

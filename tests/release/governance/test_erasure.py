@@ -136,21 +136,6 @@ def test_only_the_suppressed_persons_rows_are_dropped_and_rows_without_a_person_
     assert drop_suppressed(spec, raw, ks)["age"].tolist() == [31, 43, 30]
 
 
-def test_the_spark_engine_refuses_a_release_with_erased_persons(stored_release):
-    """The Spark engine does not drop erased persons yet: it must refuse rather than publish them."""
-    pytest.importorskip("pyspark")
-    from anon_dagster.engine.spark_ingest import refuse_erased
-    from anon_dagster.errors import UserError
-    from anon_dagster.release.governance.suppression import add_suppressed
-
-    spec, ks = stored_release.spec, stored_release.keystore
-    refuse_erased(spec, ks)  # nobody erased: runs
-    add_suppressed(ks, spec.release, {str(person_pseudonyms(spec, pd.Series(["PID000001"]), ks)[0])})
-    with pytest.raises(UserError, match="erased persons.*--engine pandas") as caught:
-        refuse_erased(spec, ks)
-    assert "PID" not in str(caught.value)
-
-
 def test_a_person_erased_while_a_run_is_past_its_pseudonymize_step_is_not_published(stored_release):
     """The run read and pseudonymized the person before the erasure; its publication step, the
     last to look, refuses rather than publish them, and a new run of the partition publishes."""
