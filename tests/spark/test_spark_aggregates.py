@@ -108,3 +108,46 @@ def test_both_engines_publish_the_same_aggregates(spark_engine, spark, tmp_path,
     pandas, spark_result = both(spark_engine, spark, frame, config, "0.7", seed, tmp_path / "h")
     pd.testing.assert_frame_equal(spark_result.table, pandas.table)
     assert spark_result.to_dict() == pandas.to_dict()
+
+
+def aggregates_release(folder: Path) -> Path:
+    """A generated release published as DP aggregates: counts and stays per region and sex,
+    at most two rows per severity (the bounded 'person')."""
+    import yaml
+
+    from tests.support.spark_releases import write_release
+
+    path = write_release(folder, name="dp", anonymization={"method": "none"})
+    spec = yaml.safe_load(path.read_text())
+    spec["publication"].update({
+        "mode": "aggregates", "epsilon": 0.5, "total_epsilon": 1.0,
+        "aggregates": {"group_by": ["region", "sex"], "sums": [{"column": "stay", "lower": 0, "upper": 10}],
+                       "max_contributions": 40, "person": "severity", "domain": {"region": ["North", "South", "East"]}},
+    })
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.mark.usefixtures("master_key")
+def test_a_release_of_aggregates_gives_the_same_gate_and_table_on_both_engines(spark_engine, tmp_path):
+    from anon_dagster.engine.spark_aggregates import dp_release as spark_release
+    from anon_dagster.pseudonymize import open_keystore
+    from anon_dagster.release import pipeline
+    from anon_dagster.release.gate import publishable_view
+    from anon_dagster.release.publish import dp_release
+    from anon_dagster.spec import load_spec
+    from tests.support.ledgers import new_ledger
+
+    spec = load_spec(aggregates_release(tmp_path))
+    ledger = new_ledger(tmp_path / "l.sqlite")
+    keystore = open_keystore()
+    pandas = pipeline.run_gate(spec, partition="2024", keystore=keystore, ledger=ledger)
+    spark = spark_engine.run_gate(spec, partition="2024", keystore=keystore, ledger=ledger)
+    assert [c.name for c in spark.evaluation.checks] == [c.name for c in pandas.evaluation.checks] == ["epsilon_budget"]
+    assert spark.evaluation.checks[0] == pandas.evaluation.checks[0]
+    assert spark.evaluation.checks[0].passed
+    mine, info = dp_release(spec, publishable_view(pandas.pseudonymized.data), ledger, rng=random.Random(3))
+    theirs, spark_info = spark_release(spark_engine, spec, spark.pseudonymized.df, ledger, rng=random.Random(3))
+    pd.testing.assert_frame_equal(theirs.table, mine.table)
+    assert spark_info == info
+    assert info["rows_dropped_by_contribution_bound"] > 0 and info["cells"] == 9
