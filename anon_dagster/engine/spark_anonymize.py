@@ -19,11 +19,15 @@ def check_supported(spec: Any) -> None:
     if an.method == "microaggregation":
         raise UnsupportedOnEngine("anonymization.method: microaggregation (MDAV)",
                                   hint="use method: global or mondrian, or --engine pandas")
-    if an.suppression == "cells":
-        raise UnsupportedOnEngine("anonymization.suppression: cells (cell suppression)",
-                                  hint="use suppression: rows or --engine pandas")
+    if an.suppression == "cells" and an.method == "mondrian":
+        raise UnsupportedOnEngine("anonymization.suppression: cells with method: mondrian (cell suppression)",
+                                  hint="use method: global, suppression: rows, or --engine pandas")
     if an.pram is not None:
-        raise UnsupportedOnEngine("anonymization.pram (PRAM)", hint="use --engine pandas")
+        # the pandas engine gives the table's i-th row the seeded generator's i-th draw: a
+        # row's draw depends on its rank in table order, which the Spark engine does not number
+        raise UnsupportedOnEngine("anonymization.pram (PRAM)",
+                                  hint="each row's draw is the seeded generator's draw at the row's rank in the "
+                                  "table, which the Spark engine does not number: use --engine pandas")
     if an.utility.startswith("query:"):
         raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} (a utility query as the search's metric)",
                                   hint="use entropy, loss, discernibility or aecs, or --engine pandas")

@@ -23,11 +23,12 @@ The engine's modules, one job each: :mod:`.spark_session` (the session, the scra
 driver's reads), :mod:`.spark_ingest` (ingest and pseudonymize), :mod:`.spark_anonymize` (the
 anonymize step: what is supported, the method, an unreachable policy), :mod:`.spark_recoding`
 (global recoding applied), :mod:`.spark_mondrian` (Mondrian per part), :mod:`.spark_record` (the transformation record), :mod:`.spark_gate`
-(the measurement and the checks), :mod:`.spark_results` (what each step hands to the next).
+(the measurement and the checks), :mod:`.spark_aggregates` (DP aggregates: the contribution
+bound and the groups counted by Spark, the noise drawn on the driver), :mod:`.spark_results`
+(what each step hands to the next).
 
 What is not supported yet is refused up front with one line (:func:`check_supported`):
-microaggregation, PRAM, cell suppression, differential privacy, a utility query as the
-search's metric, tokens, k per person (pseudonyms that link a person's rows), the release's
+microaggregation, PRAM, cell suppression, a utility query as the search's metric, tokens, k per person (pseudonyms that link a person's rows), the release's
 attacks, csv sources and sources on object storage. docs/scale.md says what is exact, what the
 driver holds and what is left.
 """
