@@ -8,30 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pandas as pd
-from dagster import (
-    AssetCheckExecutionContext,
-    AssetExecutionContext,
-    AssetIn,
-    AssetsDefinition,
-    AssetSelection,
-    AutomationCondition,
-    DefaultSensorStatus,
-    Definitions,
-    Failure,
-    MaterializeResult,
-    MetadataValue,
-    PartitionsDefinition,
-    ScheduleDefinition,
-    SensorDefinition,
-    TableColumn,
-    TableSchema,
-    asset,
-    build_schedule_from_partitioned_job,
-    define_asset_job,
-    in_process_executor,
-    multi_asset_check,
-)
 
 from ..release import gate, pipeline, publication, publish_step
 from ..release.freshness import judge_freshness
@@ -64,31 +42,31 @@ class ReleaseDefinitions:
 
     spec: ReleaseSpec
     translator: ReleaseTranslator
-    assets: list[AssetsDefinition]
+    assets: list[dg.AssetsDefinition]
     checks: list[Any]
     job: Any  # the release's partitioned asset job
-    schedule: ScheduleDefinition | None
-    partitions_def: PartitionsDefinition | None
+    schedule: dg.ScheduleDefinition | None
+    partitions_def: dg.PartitionsDefinition | None
     # the source-file sensor (local sources), the freshness sensor and, with approval.required, the approval sensor
-    sensors: list[SensorDefinition] = field(default_factory=list)
+    sensors: list[dg.SensorDefinition] = field(default_factory=list)
 
-    def definitions(self) -> Definitions:
+    def definitions(self) -> dg.Definitions:
         """The release's assets, checks, job, schedule and sensors as Definitions, without the
         resources the releases share (merge them with ``Definitions.merge``)."""
-        return Definitions(assets=self.assets, asset_checks=self.checks, jobs=[self.job],
+        return dg.Definitions(assets=self.assets, asset_checks=self.checks, jobs=[self.job],
                            schedules=[self.schedule] if self.schedule is not None else [], sensors=self.sensors)
 
 
-def partition_of(context: AssetExecutionContext | AssetCheckExecutionContext) -> str | None:
+def partition_of(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> str | None:
     return context.partition_key if context.has_partition_key else None
 
 
-def run_ledger(context: AssetExecutionContext | AssetCheckExecutionContext) -> Ledger:
+def run_ledger(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> Ledger:
     """The run's ledger, opened and verified with the run's key store."""
     return context.resources.ledger.open(context.resources.keystore)
 
 
-def storage_folders(context: AssetExecutionContext) -> list[str]:
+def storage_folders(context: dg.AssetExecutionContext) -> list[str]:
     """The folders the IO manager stores tables in: a publication is never written into one."""
     base = getattr(context.resources.io_manager, "base_dir", None)
     return [context.instance.storage_directory(), *([base] if base else [])]
@@ -96,7 +74,7 @@ def storage_folders(context: AssetExecutionContext) -> list[str]:
 
 def with_rows(entries: dict[str, Any], rows: int, whole: Path | None = None) -> dict[str, Any]:
     """A step's entries as metadata (fitted), then Dagster's ``dagster/row_count``."""
-    return {**as_metadata(entries, whole=whole), "dagster/row_count": MetadataValue.int(int(rows))}
+    return {**as_metadata(entries, whole=whole), "dagster/row_count": dg.MetadataValue.int(int(rows))}
 
 
 def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
@@ -107,27 +85,27 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     t = translator or ReleaseTranslator()
     pdef = partitions_def_for(spec)
     key = {step: t.asset_key(spec, step) for step in ("raw", "pseudonymized", "anonymized", "published")}
-    upstream = {step: AssetIn(key=key[step]) for step in ("anonymized", "pseudonymized", "raw")}
+    upstream = {step: dg.AssetIn(key=key[step]) for step in ("anonymized", "pseudonymized", "raw")}
 
-    @asset(**asset_attributes(t, spec, "raw", pdef), ins=source_ins(spec), required_resource_keys={"keystore"})
-    def raw(context: AssetExecutionContext, **source: Any) -> pd.DataFrame:  # source: an upstream asset's value
+    @dg.asset(**asset_attributes(t, spec, "raw", pdef), ins=source_ins(spec), required_resource_keys={"keystore"})
+    def raw(context: dg.AssetExecutionContext, **source: Any) -> pd.DataFrame:  # source: an upstream asset's value
         if pipeline.needs_keystore(spec):  # opened first: a key store unfit for use fails the run before any write
             pipeline.check_keystore(spec, context.resources.keystore.open())
         ingested = ingest_source(context, spec, partition_of(context), source)
         context.add_output_metadata(with_rows(ingested_entries(ingested), len(ingested.data)))
         return ingested.data
 
-    @asset(**asset_attributes(t, spec, "pseudonymized", pdef), ins={"raw": upstream["raw"]},
+    @dg.asset(**asset_attributes(t, spec, "pseudonymized", pdef), ins={"raw": upstream["raw"]},
            required_resource_keys={"keystore"})
-    def pseudonymized(context: AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
+    def pseudonymized(context: dg.AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
         store = context.resources.keystore.open() if pipeline.needs_keystore(spec) else None
         result = pipeline.pseudonymize(spec, raw, store, partition=partition_of(context))
         context.add_output_metadata(with_rows(pseudonymized_entries(result), len(result.data)))
         return result.data
 
-    @asset(**asset_attributes(t, spec, "anonymized", pdef), ins={"pseudonymized": upstream["pseudonymized"],
+    @dg.asset(**asset_attributes(t, spec, "anonymized", pdef), ins={"pseudonymized": upstream["pseudonymized"],
                                                                   **synthetic_ins(spec)})
-    def anonymized(context: AssetExecutionContext, pseudonymized: pd.DataFrame, **supplied: Any) -> pd.DataFrame:
+    def anonymized(context: dg.AssetExecutionContext, pseudonymized: pd.DataFrame, **supplied: Any) -> pd.DataFrame:
         result = pipeline.anonymize(spec, pseudonymized, synthetic_table=synthetic_table(supplied))
         # the record places the population into these classes in the checks and the publication
         record_file = publication.write_record(result.record, reports_folder(spec, reports_dir, partition_of(context)))
@@ -137,9 +115,9 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         return gate.attach_record(result.data, result.record)
 
     # before the publication step among the steps ready together (in-process executor: in that order)
-    @multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
+    @dg.multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
                        ins=upstream, required_resource_keys={"ledger", "keystore"}, op_tags={"dagster/priority": "1"})
-    def release_checks(context: AssetCheckExecutionContext, anonymized: pd.DataFrame,
+    def release_checks(context: dg.AssetCheckExecutionContext, anonymized: pd.DataFrame,
                        pseudonymized: pd.DataFrame, raw: pd.DataFrame):
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:  # judged against the ledger as it is; the publication step waits again
@@ -157,11 +135,11 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
 
     condition = None
     if automate:  # the partition before is a dependency of an ordered release, its refusal no obstacle
-        condition = AutomationCondition.eager() & AutomationCondition.all_deps_blocking_checks_passed().ignore(
-            AssetSelection.assets(key["published"]))
+        condition = dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed().ignore(
+            dg.AssetSelection.assets(key["published"]))
     with warnings.catch_warnings():  # an asset's own resource is a beta parameter, used knowingly
         warnings.filterwarnings("ignore", message="Parameter `resource_defs` of function `asset`")
-        published_asset = asset(**asset_attributes(t, spec, "published", pdef), ins=upstream,
+        published_asset = dg.asset(**asset_attributes(t, spec, "published", pdef), ins=upstream,
                                 deps=ordering.earlier_partition_deps(spec, t),
                                 check_specs=[t.publication_check_spec(spec, pdef), t.freshness_check_spec(spec)],
                                 required_resource_keys={"ledger", "keystore", "io_manager", ALERT_KEY},
@@ -169,11 +147,11 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                                 automation_condition=condition)
 
     @published_asset
-    def published(context: AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
-                  raw: pd.DataFrame) -> MaterializeResult:
+    def published(context: dg.AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
+                  raw: pd.DataFrame) -> dg.MaterializeResult:
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:
-            raise Failure(description=waited)
+            raise dg.Failure(description=waited)
         ledger = run_ledger(context)
         try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
             step = publish_step.publication_step(
@@ -181,7 +159,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 partition=partition_of(context), keystore=context.resources.keystore,
                 storage=storage_folders(context), reports_dir=reports_dir, run_id=context.run.run_id)
         except TimeoutError as exc:
-            raise Failure(description=str(exc)) from None
+            raise dg.Failure(description=str(exc)) from None
         if step.refused and step.problem:
             context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
         shown = publication_shown(step, context.run.run_id)
@@ -190,22 +168,24 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if shown.refusal is not None and (problem := context.resources.refusal_alert.send(shown.refusal)):
             context.log.warning(f"the refusal alert was not delivered: {problem}")
         extra = {} if step.published is None else {  # the published columns, typed by the table written
-            "dagster/row_count": MetadataValue.int(int(step.published.published.rows)),
-            "dagster/column_schema": TableSchema(columns=[TableColumn(c, kind) for c, kind in step.columns or []])}
-        return MaterializeResult(
+            "dagster/row_count": dg.MetadataValue.int(int(step.published.published.rows)),
+            "dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(c, kind)
+                                                             for c, kind in step.columns or []])}
+        return dg.MaterializeResult(
             metadata=as_metadata({**shown.metadata, **extra}, whole=step.report),
             check_results=[check_result(shown.check, whole=step.report, check_name=t.publication_check_name(spec)),
-                           check_result(freshness_shown(judge_freshness(spec, ledger)), check_name=t.freshness_check_name(spec))])
+                           check_result(freshness_shown(judge_freshness(spec, ledger)),
+                                        check_name=t.freshness_check_name(spec))])
 
     # one process per run (the steps share it) rather than one per step: what a UI run costs
-    job = define_asset_job(t.job_name(spec), selection=AssetSelection.groups(t.group_name(spec)),
-                           executor_def=in_process_executor,
+    job = dg.define_asset_job(t.job_name(spec), selection=dg.AssetSelection.groups(t.group_name(spec)),
+                           executor_def=dg.in_process_executor,
                            description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
-    schedule = build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
+    schedule = dg.build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
     sensors = [s for s in (source_sensor(spec, job, t), freshness_sensor(spec, t)) if s is not None]
     if spec.approval is not None and spec.approval.required:  # an approval starts the publication's run
         sensors.append(approval_sensor([spec], translator=t, name=f"{spec.release}_approval_sensor",
-                                       default_status=DefaultSensorStatus.RUNNING))
+                                       default_status=dg.DefaultSensorStatus.RUNNING))
     return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published, *table_assets(spec, t, pdef)],
                               [release_checks], job, schedule, pdef, sensors)
 

@@ -1,36 +1,37 @@
-"""``AnonReleaseComponent``: the dg Component that turns release specs into Dagster definitions
-(docs/dagster.md). Which files are specs and which of them build: :mod:`anon_dagster.spec.discovery`."""
+"""``AnonReleaseComponent``: the dg Component that turns release specs into Dagster definitions, and
+its scaffolder; which files are specs and which build: :mod:`anon_dagster.spec.discovery`
+(docs/dagster.md)."""
 
 from pathlib import Path
 
-from dagster import (
-    Component,
-    ComponentLoadContext,
-    Definitions,
-    Model,
-    Resolvable,
-    get_dagster_logger,
-    in_process_executor,
-    scaffold_with,
-)
+import dagster as dg
 
 from ..release.run_storage import private_dagster_home
-from ..spec.discovery import CONFIG_ENV, anchor, build_each, find_spec_files, spec_location
+from ..spec.broken import group_names, warning_line
+from ..spec.discovery import CONFIG_ENV, build_each, find_spec_files, spec_location
 from ..spec.loading import SpecFile
+from ..spec.starter import scaffold
 from .assets import ReleaseDefinitions, build_release
-from .broken_specs import build_broken_spec, group_names, warning_line
+from .broken_specs import build_broken_spec
 from .io_manager import AnonParquetIOManager
 from .resources import LedgerResource, keystore_from_env
 from .retention import retention_schedule
-from .scaffold import AnonReleaseScaffolder
 from .translator import ReleaseTranslator
 
-log = get_dagster_logger("anon_dagster")
-_anchor = anchor
+log = dg.get_dagster_logger("anon_dagster")
 
 
-@scaffold_with(AnonReleaseScaffolder)
-class AnonReleaseComponent(Component, Resolvable, Model):
+class AnonReleaseScaffolder(dg.Scaffolder):
+    """``dg scaffold defs``: ``defs.yaml`` (or ``component.py``) and the starter
+    (:func:`~anon_dagster.spec.starter.scaffold`)."""
+
+    def scaffold(self, request: dg.ScaffoldRequest) -> None:
+        scaffold(Path(request.target_path), request.type_name, python=request.scaffold_format == "python",
+                 append=bool(request.append))
+
+
+@dg.scaffold_with(AnonReleaseScaffolder)
+class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
     """Privacy-gated releases from release specs: one asset group per spec, shared resources; a
     spec that does not validate is its own group ``<name>/spec`` with a failing ``spec_valid``.
 
@@ -65,10 +66,11 @@ class AnonReleaseComponent(Component, Resolvable, Model):
         return build_each(files, lambda spec: build_release(spec, reports_dir=self.reports_dir,
                                                             automate=self.automate, translator=t))
 
-    def build_defs(self, context: ComponentLoadContext) -> Definitions:
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         return self.build_definitions(Path(context.path))
 
-    def build_definitions(self, base: Path | None = None, translator: ReleaseTranslator | None = None) -> Definitions:
+    def build_definitions(self, base: Path | None = None,
+                          translator: ReleaseTranslator | None = None) -> dg.Definitions:
         """The Definitions of every release with the resources they share, and a group
         ``<name>/spec`` for each broken spec; ``$DAGSTER_HOME`` is made owner-only first."""
         private_dagster_home()
@@ -83,14 +85,14 @@ class AnonReleaseComponent(Component, Resolvable, Model):
         specs = [r.spec for r in releases]
         retention = [retention_schedule(specs, base_dir=self.storage_dir, ledger_path=self.ledger_path)] \
             if any(s.retention is not None for s in specs) else []
-        return Definitions(
+        return dg.Definitions(
             assets=[a for r in releases for a in r.assets] + [p[0] for p in placeholders],
             asset_checks=[c for r in releases for c in r.checks] + [p[1] for p in placeholders],
             jobs=[r.job for r in releases],
             schedules=[r.schedule for r in releases if r.schedule is not None] + retention,
             sensors=[s for r in releases for s in r.sensors],
             # every run in one process: a step pays no process start-up, its tables stay here
-            executor=in_process_executor,
+            executor=dg.in_process_executor,
             resources={
                 "keystore": keystore,
                 "io_manager": AnonParquetIOManager(base_dir=self.storage_dir, keystore=keystore),
@@ -100,10 +102,10 @@ class AnonReleaseComponent(Component, Resolvable, Model):
 
 
 def load_release_definitions(config_dir: str | Path | None = None, *, translator: ReleaseTranslator | None = None,
-                             **options: object) -> Definitions:
+                             **options: object) -> dg.Definitions:
     """The Definitions of every spec in ``config_dir``; ``options`` are the component's attributes."""
     component = AnonReleaseComponent(config_dir=str(config_dir) if config_dir else None, **options)
     return component.build_definitions(Path.cwd(), translator)
 
 
-__all__ = ["CONFIG_ENV", "AnonReleaseComponent", "load_release_definitions"]
+__all__ = ["CONFIG_ENV", "AnonReleaseComponent", "AnonReleaseScaffolder", "load_release_definitions"]

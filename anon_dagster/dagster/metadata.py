@@ -8,19 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    JsonMetadataValue,
-    MarkdownMetadataValue,
-    MetadataValue,
-    TableColumn,
-    TableMetadataValue,
-    TableRecord,
-    TableSchema,
-    TextMetadataValue,
-    serialize_value,
-)
+import dagster as dg
 
 from ..objectstore import ObjectPath
 from ..release.evaluation import CheckResult, Evaluation, EvidenceTable
@@ -42,21 +30,21 @@ def metadata_value(value: Any) -> Any:
     table, a path a path, a dict or a list JSON and a float a float (figures rounded:
     :func:`figure`); text, integers, booleans and None as they are (Dagster types them)."""
     if isinstance(value, Shown):
-        return getattr(MetadataValue, value.kind)(value.value)
+        return getattr(dg.MetadataValue, value.kind)(value.value)
     if isinstance(value, EvidenceTable):
-        schema = TableSchema(columns=[TableColumn(name, kind) for name, kind in value.columns])
-        return MetadataValue.table(records=[TableRecord({k: figure(v) for k, v in row.items()})
+        schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in value.columns])
+        return dg.MetadataValue.table(records=[dg.TableRecord({k: figure(v) for k, v in row.items()})
                                             for row in value.rows], schema=schema)
     if isinstance(value, Path | ObjectPath):  # an object-storage location is a path by its URI
-        return MetadataValue.path(str(value))
+        return dg.MetadataValue.path(str(value))
     if isinstance(value, Mapping | list):
-        return MetadataValue.json(rounded(value))
-    return MetadataValue.float(figure(value)) if isinstance(value, float) else value
+        return dg.MetadataValue.json(rounded(value))
+    return dg.MetadataValue.float(figure(value)) if isinstance(value, float) else value
 
 
 def _size(value: Any) -> int:
     try:
-        return len(serialize_value(value))
+        return len(dg.serialize_value(value))
     except Exception:  # noqa: BLE001 - a plain value Dagster types when it stores it
         return len(json.dumps(value, default=str))
 
@@ -72,18 +60,20 @@ def fit(metadata: dict[str, Any], limit: int = MAX_METADATA_BYTES, whole: Path |
     where = _where(whole)
 
     def cut(name: str, value: Any, out: dict[str, Any]) -> bool:
-        if isinstance(value, TableMetadataValue) and len(value.records) > 1:
+        if isinstance(value, dg.TableMetadataValue) and len(value.records) > 1:
             keep = len(value.records) // 2
-            out[name] = MetadataValue.table(records=value.records[:keep], schema=value.schema)
+            out[name] = dg.MetadataValue.table(records=value.records[:keep], schema=value.schema)
             before = out.get(f"{name}_note")
-            out[f"{name}_note"] = MetadataValue.text(
-                cut_rows_note(before.value if isinstance(before, TextMetadataValue) else None, keep, where))
+            out[f"{name}_note"] = dg.MetadataValue.text(
+                cut_rows_note(before.value if isinstance(before, dg.TextMetadataValue) else None, keep, where))
             return True
-        if isinstance(value, MarkdownMetadataValue | TextMetadataValue) and (short := cut_text(value.value, where)):
-            out[name] = (MetadataValue.md if isinstance(value, MarkdownMetadataValue) else MetadataValue.text)(short)
+        prose = isinstance(value, dg.MarkdownMetadataValue | dg.TextMetadataValue)
+        if prose and (short := cut_text(value.value, where)):
+            markdown = isinstance(value, dg.MarkdownMetadataValue)
+            out[name] = (dg.MetadataValue.md if markdown else dg.MetadataValue.text)(short)
             return True
-        if isinstance(value, JsonMetadataValue):
-            out[name] = MetadataValue.text(too_large(_size(value), where))
+        if isinstance(value, dg.JsonMetadataValue):
+            out[name] = dg.MetadataValue.text(too_large(_size(value), where))
             return True
         return False
 
@@ -97,7 +87,7 @@ def as_metadata(values: Mapping[str, Any], whole: Path | str | None = None) -> d
     for name, value in values.items():
         out[name] = metadata_value(value)
         if isinstance(value, EvidenceTable) and value.note:
-            out[f"{name}_note"] = MetadataValue.text(value.note)
+            out[f"{name}_note"] = dg.MetadataValue.text(value.note)
     return fit(out, whole=whole)
 
 
@@ -111,10 +101,10 @@ def anonymized_metadata(result: Any, record_file: Path) -> dict[str, Any]:
     return as_metadata(anonymized_entries(result, record_file), whole=record_file)
 
 
-def check_result(shown: ShownCheck, whole: Path | str | None = None, of: type = AssetCheckResult, **key: Any) -> Any:
+def check_result(shown: ShownCheck, whole: Path | str | None = None, of: type = dg.AssetCheckResult, **key: Any) -> Any:
     """The core's verdict as an :class:`AssetCheckResult` (or ``of``, e.g. an
     :class:`~dagster.AssetCheckEvaluation`); ``key``: ``check_name``, ``asset_key``."""
-    severity = AssetCheckSeverity.ERROR if shown.severity == "error" else AssetCheckSeverity.WARN
+    severity = dg.AssetCheckSeverity.ERROR if shown.severity == "error" else dg.AssetCheckSeverity.WARN
     return of(passed=shown.passed, severity=severity, description=shown.description,
               metadata=as_metadata(shown.metadata, whole=whole), **key)
 

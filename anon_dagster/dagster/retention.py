@@ -1,20 +1,12 @@
-"""A daily schedule deleting every release's stored intermediates past their retention.
-
-:func:`retention_schedule` wraps the core's
-:func:`~anon_dagster.release.governance.retention.apply_retention` (docs/governance.md,
-retention) in a one-op job run on ``cron_schedule``; each spec without a ``retention`` block is
-skipped. The key store and the ledger are the ones the environment names, the storage folder is
-the IO manager's (``base_dir``, else ``$DAGSTER_HOME/anon_dagster/storage``). Each deletion is in
-the custody log with the run's id. The component adds it to its definitions when a spec declares
-``retention`` (stopped until you start it, as Dagster's schedules are); otherwise pass it to
-``Definitions(schedules=[...])``.
-"""
+"""A daily schedule deleting every release's stored intermediates past their retention: a one-op
+job around :func:`anon_dagster.release.governance.scheduled_retention.scheduled_retention`
+(docs/governance.md)."""
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from dagster import OpExecutionContext, ScheduleDefinition, job, op
 
+from ..release.governance.scheduled_retention import scheduled_retention
 from ..spec import ReleaseSpec
 
 
@@ -22,24 +14,11 @@ def retention_schedule(specs: Sequence[ReleaseSpec], *, base_dir: str | None = N
                        cron_schedule: str = "0 3 * * *", name: str = "anon_dagster_retention") -> ScheduleDefinition:
     """The schedule running retention of ``specs`` on ``cron_schedule`` (UTC; default 03:00 daily);
     ``ledger_path`` is the ledger's (default: the one the environment names)."""
-    governed = [s for s in specs if s.retention is not None]
 
     @op(name=f"{name}_op", description="delete the intermediates past their retention (crypto-shredded)")
     def apply(context: OpExecutionContext) -> None:
-        from .. import storage
-        from ..pseudonymize import open_keystore
-        from ..release.governance.access import custody_context
-        from ..release.governance.retention import apply_retention, intermediates_base
-        from ..release.ledger import open_ledger
-
-        keystore = open_keystore()
-        ledger = open_ledger(ledger_path, keystore)
-        store = storage.TableStore(intermediates_base(base_dir))
-        with custody_context(keystore=keystore, run=context.run_id, why="scheduled retention"):
-            for spec in governed:
-                outcome = apply_retention(spec, store, now=datetime.now(UTC), ledger=ledger, keystore=keystore,
-                                          why=f"scheduled retention of release {spec.release}")
-                context.log.info(outcome.describe())
+        for line in scheduled_retention(specs, base_dir=base_dir, ledger_path=ledger_path, run_id=context.run_id):
+            context.log.info(line)
 
     @job(name=name, description="retention of the releases' stored intermediate tables")
     def retention_job() -> None:

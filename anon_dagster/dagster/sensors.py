@@ -8,18 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from dagster import (
-    AssetCheckEvaluation,
-    AssetKey,
-    AssetRecordsFilter,
-    DefaultSensorStatus,
-    RunRequest,
-    SensorDefinition,
-    SensorEvaluationContext,
-    SensorResult,
-    SkipReason,
-    sensor,
-)
+import dagster as dg
 
 from ..objectstore import is_remote
 from ..release.freshness import judge_freshness
@@ -35,57 +24,59 @@ from .translator import ReleaseTranslator
 
 
 def source_requests(spec: ReleaseSpec, cursor: str | None,
-                    now: datetime | None = None) -> tuple[list[RunRequest], str]:
+                    now: datetime | None = None) -> tuple[list[dg.RunRequest], str]:
     """The runs a look at the source files asks for (over the partitions existing at ``now``), and the new cursor."""
     pdef = partitions_def_for(spec)
-    runs, cursor = source_runs(spec, cursor, list(pdef.get_partition_keys(current_time=now)) if pdef is not None else None)
-    return [RunRequest(partition_key=key, run_key=run_key) for key, run_key in runs], cursor
+    keys = list(pdef.get_partition_keys(current_time=now)) if pdef is not None else None
+    runs, cursor = source_runs(spec, cursor, keys)
+    return [dg.RunRequest(partition_key=key, run_key=run_key) for key, run_key in runs], cursor
 
 
 def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 60,
-                  default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition | None:
+                  default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED
+                  ) -> dg.SensorDefinition | None:
     """The sensor running ``job`` for each partition whose source file appeared or changed; None
     for a source on object storage or an asset source."""
     if spec.source.path is None or is_remote(spec.source.path):
         return None
 
-    @sensor(name=translator.source_sensor_name(spec), job=job, minimum_interval_seconds=minimum_interval_seconds,
+    @dg.sensor(name=translator.source_sensor_name(spec), job=job, minimum_interval_seconds=minimum_interval_seconds,
             default_status=default_status,
             description=f"Runs {spec.release}'s release for a partition when its source file appears or changes.")
-    def _source(context: SensorEvaluationContext):
+    def _source(context: dg.SensorEvaluationContext):
         requests, cursor = source_requests(spec, context.cursor)
-        return SensorResult(run_requests=requests, cursor=cursor,
-                            skip_reason=None if requests else SkipReason("no new or changed source file"))
+        return dg.SensorResult(run_requests=requests, cursor=cursor,
+                            skip_reason=None if requests else dg.SkipReason("no new or changed source file"))
 
     return _source
 
 
 def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTranslator,
-                         now: datetime | None = None) -> AssetCheckEvaluation:
+                         now: datetime | None = None) -> dg.AssetCheckEvaluation:
     """The ``freshness`` check's result (:func:`~anon_dagster.release.freshness.judge_freshness`)."""
-    return check_result(freshness_shown(judge_freshness(spec, ledger, now)), of=AssetCheckEvaluation,
+    return check_result(freshness_shown(judge_freshness(spec, ledger, now)), of=dg.AssetCheckEvaluation,
                         asset_key=translator.asset_key(spec, "published"),
                         check_name=translator.freshness_check_name(spec))
 
 
 def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimum_interval_seconds: int = 6 * 3600,
-                     default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING) -> SensorDefinition:
+                     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING) -> dg.SensorDefinition:
     """The sensor judging the ``freshness`` check from the ledger every few hours, without a run."""
 
-    @sensor(name=translator.freshness_sensor_name(spec), minimum_interval_seconds=minimum_interval_seconds,
+    @dg.sensor(name=translator.freshness_sensor_name(spec), minimum_interval_seconds=minimum_interval_seconds,
             default_status=default_status, required_resource_keys={"ledger", "keystore"},
             description=f"Judges the freshness check of {spec.release}'s publications from the ledger.")
-    def _fresh(context: SensorEvaluationContext, **_resources: Any):  # (called with them when invoked directly)
+    def _fresh(context: dg.SensorEvaluationContext, **_resources: Any):  # (called with them when invoked directly)
         try:
             ledger = context.resources.ledger.open(context.resources.keystore)
         except Exception as exc:  # noqa: BLE001 - no ledger yet (or a broken one): said in one line
-            return SkipReason(f"the ledger cannot be read: {describe_error(exc)}")
-        return SensorResult(asset_events=[freshness_evaluation(spec, ledger, translator)])
+            return dg.SkipReason(f"the ledger cannot be read: {describe_error(exc)}")
+        return dg.SensorResult(asset_events=[freshness_evaluation(spec, ledger, translator)])
 
     return _fresh
 
 
-def refusals_since(instance: Any, asset_keys: Iterable[AssetKey], cursor: str | None,
+def refusals_since(instance: Any, asset_keys: Iterable[dg.AssetKey], cursor: str | None,
                    limit: int = 100) -> tuple[list[Refusal], str]:
     """The refusals materialized on ``asset_keys`` after ``cursor``, oldest first, and the cursor
     after them (:class:`~anon_dagster.release.refusal_feed.RefusalFeed`)."""
@@ -93,7 +84,7 @@ def refusals_since(instance: Any, asset_keys: Iterable[AssetKey], cursor: str | 
     for key in asset_keys:
         name = key.to_user_string()
         result = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=key, after_storage_id=feed.after.get(name)), limit=limit, ascending=True)
+            dg.AssetRecordsFilter(asset_key=key, after_storage_id=feed.after.get(name)), limit=limit, ascending=True)
         for record in result.records:
             mat = record.asset_materialization
             outcome = {k: v.value for k, v in mat.metadata.items()} if mat is not None else None
@@ -101,25 +92,25 @@ def refusals_since(instance: Any, asset_keys: Iterable[AssetKey], cursor: str | 
     return feed.refusals(), feed.cursor()
 
 
-def refusal_sensor(fn: Callable[[Refusal], RunRequest | Sequence[RunRequest] | None],
-                   asset_keys: Iterable[AssetKey], *, name: str = "publication_refusals",
+def refusal_sensor(fn: Callable[[Refusal], dg.RunRequest | Sequence[dg.RunRequest] | None],
+                   asset_keys: Iterable[dg.AssetKey], *, name: str = "publication_refusals",
                    minimum_interval_seconds: int = 30, job: Any = None,
-                   default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition:
+                   default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED) -> dg.SensorDefinition:
     """A sensor calling ``fn`` once for every refused publication of ``asset_keys`` (published
     assets); ``fn`` may return run requests for ``job``. An exception of ``fn`` fails the tick,
     whose refusals are handed again at the next one."""
     keys = list(asset_keys)
 
-    @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, job=job, default_status=default_status,
+    @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, job=job, default_status=default_status,
             description="Hands every refused publication to a function.")
-    def _refusals(context: SensorEvaluationContext):
+    def _refusals(context: dg.SensorEvaluationContext):
         refusals, cursor = refusals_since(context.instance, keys, context.cursor)
-        requests: list[RunRequest] = []
+        requests: list[dg.RunRequest] = []
         for refusal in refusals:
             out = fn(refusal)
-            requests += [out] if isinstance(out, RunRequest) else list(out or [])
-        return SensorResult(run_requests=requests, cursor=cursor,
-                            skip_reason=None if requests else SkipReason(f"{len(refusals)} refusal(s) handed on"))
+            requests += [out] if isinstance(out, dg.RunRequest) else list(out or [])
+        return dg.SensorResult(run_requests=requests, cursor=cursor,
+                            skip_reason=None if requests else dg.SkipReason(f"{len(refusals)} refusal(s) handed on"))
 
     return _refusals
 

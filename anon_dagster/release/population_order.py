@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,6 +42,12 @@ def previous_key(keys: list[str], partition: str | None) -> str | None:
         return None
     index = keys.index(partition)
     return keys[index - 1] if index > 0 else None
+
+
+def decides(selection: Collection[str] | None, job: str, published: str, release_job: str) -> bool:
+    """Whether a run of a partition decides its publication: its asset selection holds ``published``
+    or, selecting nothing (the whole job), it is a run of the release's job ``release_job``."""
+    return published in selection if selection else job == release_job
 
 
 def wait_while_deciding(spec: ReleaseSpec, partition: str | None, earlier: str,
@@ -108,5 +114,5 @@ def population_lock(spec: ReleaseSpec, ledger_path: str | Path, *,
         os.close(fd)
 
 
-__all__ = ["ORDER_WAIT_SECONDS", "POLL_SECONDS", "is_ordered", "population_lock", "previous_key",
+__all__ = ["ORDER_WAIT_SECONDS", "POLL_SECONDS", "decides", "is_ordered", "population_lock", "previous_key",
            "wait_while_deciding"]

@@ -5,7 +5,9 @@ Asset ``<release>/<step>`` in the group ``<release>``; job ``<release>_release``
 the publication's outcome is the check :data:`PUBLICATION_CHECK` and the age of the latest
 publication the check :data:`FRESHNESS_CHECK`, both on the published step. The gate's checks are
 on the anonymized step and also read :data:`CHECK_INPUTS`. Owners and tags are the spec's, on
-every step.
+every step. A step may also read an asset of the user's project (:func:`project_inputs`): the raw
+step the ``source.asset`` as :data:`SOURCE_INPUT`, the anonymized step the
+``anonymization.synthetic.table: {asset: key}`` as :data:`SYNTHETIC_INPUT`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ PUBLICATION_CHECK = "publication"
 FRESHNESS_CHECK = "freshness"
 # the steps a gate check reads besides the anonymized one it is on
 CHECK_INPUTS = ("raw", "pseudonymized")
+SOURCE_INPUT = "source"
+SYNTHETIC_INPUT = "synthetic_table"
 
 
 def asset_path(spec: ReleaseSpec, step: str) -> list[str]:
@@ -62,11 +66,24 @@ def step_metadata(spec: ReleaseSpec, step: str) -> dict[str, Any]:
     return out
 
 
+def project_inputs(spec: ReleaseSpec, step: str) -> dict[str, list[str]]:
+    """The assets of the user's project ``step`` reads, by input name: their key paths (none for
+    a file source, a file's synthetic table or the built-in synthesizer)."""
+    if step == "raw":
+        key = spec.source.asset_key
+        return {SOURCE_INPUT: list(key)} if key is not None else {}
+    settings = spec.anonymization.synthetic if step == "anonymized" else None
+    table = settings.table if settings is not None else None
+    if table is None or isinstance(table, str):
+        return {}
+    return {SYNTHETIC_INPUT: list(table.asset_key)}
+
+
 def check_metadata(check: DeclaredCheck) -> dict[str, Any]:
     """A gate check's definition metadata: the spec key it judges and its severity."""
     return {"spec_key": check.spec_key, "severity": check.severity}
 
 
-__all__ = ["CHECK_INPUTS", "FRESHNESS_CHECK", "PUBLICATION_CHECK", "asset_path", "check_metadata",
-           "freshness_sensor_name", "job_name", "owners", "schedule_name", "source_sensor_name", "step_metadata",
-           "tags"]
+__all__ = ["CHECK_INPUTS", "FRESHNESS_CHECK", "PUBLICATION_CHECK", "SOURCE_INPUT", "SYNTHETIC_INPUT", "asset_path",
+           "check_metadata", "freshness_sensor_name", "job_name", "owners", "project_inputs", "schedule_name",
+           "source_sensor_name", "step_metadata", "tags"]

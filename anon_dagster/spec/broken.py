@@ -31,6 +31,12 @@ def broken_message(broken: SpecFile) -> str:
         "\n".join(f"- {line}" for line in lines)
 
 
+def problems_markdown(broken: SpecFile) -> str:
+    """The problems as a Markdown list, each line as code (the check's ``problems`` entry)."""
+    assert broken.error is not None
+    return "\n".join(f"- `{line}`" for line in problem_lines(broken.error))
+
+
 def warning_line(broken: SpecFile) -> str:
     """The one-line warning logged when the definitions load."""
     assert broken.error is not None
@@ -60,4 +66,5 @@ def _dagster_name(text: str) -> str:
     return f"spec_{name}" if name[:1].isdigit() else name
 
 
-__all__ = ["SPEC_CHECK", "SPEC_STEP", "broken_message", "group_names", "problem_lines", "warning_line"]
+__all__ = ["SPEC_CHECK", "SPEC_STEP", "broken_message", "group_names", "problem_lines", "problems_markdown",
+           "warning_line"]

@@ -128,5 +128,21 @@ def write_starter(target: Path) -> None:
         write_example_data(data)
 
 
+def scaffold(target: Path, type_name: str, python: bool = False, append: bool = False) -> None:
+    """What ``dg scaffold defs <type_name> <target>`` writes: ``component.py`` (``python``), else
+    ``defs.yaml`` (appended as one more document to the file ``target`` with ``append``), then the
+    starter beside it (:func:`write_starter`)."""
+    if python:
+        module, _, name = type_name.rpartition(".")
+        write_new(target / "component.py", COMPONENT_PY.format(module=module, name=name, specs=SPECS_DIR))
+    elif append:
+        with target.open("a", encoding="utf-8") as f:
+            f.write("---\n" + DEFS_YAML.format(type_name=type_name, specs=SPECS_DIR))
+        target = target.parent
+    else:
+        write_new(target / "defs.yaml", DEFS_YAML.format(type_name=type_name, specs=SPECS_DIR))
+    write_starter(target)
+
+
 __all__ = ["COMPONENT_PY", "DEFS_YAML", "EXAMPLE_DATA", "EXAMPLE_ROWS", "EXAMPLE_SPEC", "EXAMPLE_SPEC_TEXT",
-           "SPECS_DIR", "example_rows", "write_example_data", "write_new", "write_starter"]
+           "SPECS_DIR", "example_rows", "scaffold", "write_example_data", "write_new", "write_starter"]

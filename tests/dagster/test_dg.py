@@ -12,8 +12,8 @@ import subprocess
 import pytest
 import yaml
 
-from anon_dagster.dagster.scaffold import EXAMPLE_ROWS
 from anon_dagster.spec import load_spec
+from anon_dagster.spec.starter import EXAMPLE_ROWS
 from tests.support.projects import BIN, COMPONENT, Project, run_tool, scaffold_project, tool_env
 from tests.support.projects import dg as dg_in
 
@@ -54,7 +54,7 @@ def test_scaffolded_defs_in_a_fresh_project_check_and_list_the_starter_release(t
 def test_the_scaffolder_keeps_files_that_exist(tmp_path):
     from dagster import ScaffoldRequest
 
-    from anon_dagster.dagster.scaffold import AnonReleaseScaffolder
+    from anon_dagster.dagster.components import AnonReleaseScaffolder
 
     target = tmp_path / "releases"
     (target / "specs").mkdir(parents=True)

@@ -19,6 +19,7 @@ from dagster import AssetKey, DagsterInstance, TimeWindowPartitionMapping
 
 from anon_dagster.dagster import ordering
 from anon_dagster.dagster.partitions import partitions_def_for
+from anon_dagster.release import population_order
 from anon_dagster.spec import load_spec
 from tests.support.ledgers import env_ledger
 from tests.support.linkage import composing_release, two_years
@@ -93,7 +94,7 @@ def test_the_published_asset_depends_on_its_partition_before_only_when_composed(
 def test_ordered_releases_and_the_partition_before(env):
     composed = load_spec(composing_release(env, two_years()))
     plain = load_spec(write_release(env, name="plain", composition=False))
-    assert ordering.is_ordered(composed) and not ordering.is_ordered(plain)
+    assert population_order.is_ordered(composed) and not population_order.is_ordered(plain)
     pdef = partitions_def_for(composed)
     assert ordering.previous_partition(pdef, "2024") == "2023"
     assert ordering.previous_partition(pdef, "2023") is None
@@ -107,7 +108,7 @@ def test_two_publications_of_one_population_never_overlap(env):
     held, released = threading.Event(), threading.Event()
 
     def first() -> None:
-        with ordering.population_lock(spec, ledger):
+        with population_order.population_lock(spec, ledger):
             held.set()
             released.wait(10)
 
@@ -115,11 +116,11 @@ def test_two_publications_of_one_population_never_overlap(env):
     thread.start()
     assert held.wait(10)
     with pytest.raises(TimeoutError, match="population 'yearly_people'"):
-        with ordering.population_lock(spec, ledger, timeout=0.3, poll=0.05):
+        with population_order.population_lock(spec, ledger, timeout=0.3, poll=0.05):
             pass
     released.set()
     thread.join(10)
-    with ordering.population_lock(spec, ledger, timeout=1) as locked:
+    with population_order.population_lock(spec, ledger, timeout=1) as locked:
         assert locked
     lock_files = list(ledger.parent.glob(".ledger.sqlite.*.lock"))
     assert len(lock_files) == 1 and lock_files[0].stat().st_mode & 0o077 == 0

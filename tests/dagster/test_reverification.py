@@ -9,7 +9,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 import anon_dagster.release.publish_step as steps
-from anon_dagster.dagster import evaluations
+from anon_dagster.release import evaluation_memo
 from tests.support.linkage import composing_release, two_years
 from tests.support.releases import check_evaluations, load, run
 
@@ -29,7 +29,7 @@ def counted(monkeypatch) -> list[set | None]:
         return original(*args, **kwargs)
 
     monkeypatch.setattr(steps, "evaluate_stored", counting)
-    evaluations.forget()
+    evaluation_memo.forget()
     return calls
 
 
@@ -52,11 +52,11 @@ def test_a_publication_of_the_population_in_between_is_evaluated_again(env, coun
 
 def test_the_digest_of_a_stored_table():
     table = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
-    assert evaluations.table_digest(table) == evaluations.table_digest(table.copy())
+    assert evaluation_memo.table_digest(table) == evaluation_memo.table_digest(table.copy())
     changed = table.copy()
     changed.loc[1, "b"] = "z"
-    assert evaluations.table_digest(changed) != evaluations.table_digest(table)
+    assert evaluation_memo.table_digest(changed) != evaluation_memo.table_digest(table)
     carrying = table.copy()
     carrying.attrs = {"record": "another record"}
-    assert evaluations.table_digest(carrying) != evaluations.table_digest(table)
-    assert evaluations.table_digest(table.astype({"a": "float64"})) != evaluations.table_digest(table)
+    assert evaluation_memo.table_digest(carrying) != evaluation_memo.table_digest(table)
+    assert evaluation_memo.table_digest(table.astype({"a": "float64"})) != evaluation_memo.table_digest(table)

@@ -4,6 +4,11 @@ A cursor is the ledger ``seq`` of the last decision already seen (0 for none). A
 it makes its partition due when, counting every decision of its subject, the approvals reach
 ``approval.min_approvals`` of the spec it names (whose hash is the subject's: a spec changed
 since no longer asks for it) and none rejects it.
+
+An orchestrator's run for a due partition (:func:`approval_runs`) has the run key
+``approval:<release>:<partition>:<evaluation>:<seq>`` (each approval starts one run), the
+partition key of a partitioned release, and the tag :data:`APPROVED_TAG` naming the evaluation;
+its cursor is the seq as text.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from ...spec import ReleaseSpec
 from ..ledger import Ledger
 from .binding import Subject
 from .records import APPROVE, REJECT, Governance, counted_approvals
+
+APPROVED_TAG = "anon_dagster/approved_evaluation"
 
 
 @dataclass(frozen=True)
@@ -47,4 +54,24 @@ def approved_since(ledger: Ledger, specs: Iterable[ReleaseSpec], cursor: int) ->
     return list(due.values()), max(cursor, governance.latest_decision_seq())
 
 
-__all__ = ["Due", "approved_since"]
+@dataclass(frozen=True)
+class ApprovalRun:
+    """The run an approval asks for: the release, its partition key (None: unpartitioned), run key and tags."""
+
+    release: str
+    partition: str | None
+    run_key: str
+    tags: dict[str, str]
+
+
+def approval_runs(ledger: Ledger, specs: Iterable[ReleaseSpec], cursor: str | None) -> tuple[list[ApprovalRun], str]:
+    """The runs the decisions after ``cursor`` (text; empty: none seen) make due, and the new cursor."""
+    by_release = {s.release: s for s in specs}
+    due, seq = approved_since(ledger, by_release.values(), int(cursor or 0))
+    runs = [ApprovalRun(d.subject.release, d.subject.partition if by_release[d.subject.release].partitions else None,
+                        f"approval:{d.subject.release}:{d.subject.partition}:{d.subject.evaluation}:{d.seq}",
+                        {APPROVED_TAG: d.subject.evaluation}) for d in due]
+    return runs, str(seq)
+
+
+__all__ = ["APPROVED_TAG", "ApprovalRun", "Due", "approval_runs", "approved_since"]
