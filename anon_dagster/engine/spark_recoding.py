@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError
+from .spark_cells import blank_cells
 from .spark_frames import COUNT_COLUMN, arrow_values, lookup_frame, null_safe
 from .spark_record import record_only, spark_record
 from .spark_results import SparkAnonymized, SparkPseudonymized
@@ -83,14 +84,32 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     row_class, sizes, failing = lattice.failing_classes(found.levels)
     fail_rows = failing[row_class]
     above = dict(zip(gen, (int(v) for v in found.levels[: len(gen)]), strict=True))
-    published, categories = apply_node(engine, source, schema, coded, above, pks, freq, row_class, failing)
+    cells = None
+    if an.suppression == "cells" and fail_rows.any():
+        from .spark_cells import mark_cells, plan_cells
+
+        cells = plan_cells(engine, spec, policy, freq, counts, coded, above, raised, pks, fail_rows, bottom_columns)
+    if cells is None:
+        published, categories = apply_node(engine, source, schema, coded, above, pks, freq, row_class, failing)
+    else:
+        # the decision joined on the values before the node's labels replace them
+        marked = mark_cells(engine, source, schema, freq, gen + pks, cells)
+        published, categories = apply_node(engine, marked, schema, coded, above, pks, freq, row_class,
+                                           np.zeros_like(failing))
+        published = blank_cells(published, cells)
+        fail_rows = cells.still
+        for c in cells.starred:
+            if c in categories and "*" not in categories[c]:
+                categories[c] = [*categories[c], "*"]  # as the pandas engine adds the category
     for c in raised:
         if above[c] == 0:  # published at its minimum level, applied before the frequency table
             categories[c] = [str(v) for v in coded[c].labels[0]]
     published = published.persist()  # read by the record, then by every check of the gate
-    kept = sizes[~failing]
+    kept = sizes[~failing] if cells is None else cells.sizes
     record = spark_record(engine, spec, policy, freq, counts, fail_rows, kept, search.loss, input_hash, published,
-                          t0, original=df, levels=levels, search=search.to_dict())
+                          t0, original=df, levels=levels, search=search.to_dict(),
+                          cells=cells.cells if cells is not None else None,
+                          cell_suppression=cells.info if cells is not None else None)
     return SparkAnonymized(published, record, int(counts[fail_rows].sum()), categories=categories)
 
 

@@ -19,18 +19,21 @@ def spark_record(engine: SparkDriver, spec: Any, policy: Any, freq: pd.DataFrame
                  fail_rows: np.ndarray, kept_sizes: np.ndarray, loss: float | None, input_hash: str,
                  published: Any, t0: float, *, original: Any, levels: dict[str, int] | None = None,
                  search: dict[str, Any] | None = None, method: str = "global",
-                 mondrian: dict[str, Any] | None = None) -> Any:
+                 mondrian: dict[str, Any] | None = None, cells: dict[str, int] | None = None,
+                 cell_suppression: dict[str, Any] | None = None) -> Any:
     """The record of an anonymization of ``original`` into ``published``.
 
     ``freq`` is a frequency table of ``original`` (with ``counts``) holding at least the partition
     keys and the utility queries' group-by columns, ``fail_rows`` its rows suppressed;
     ``kept_sizes`` the published classes' sizes; ``mondrian`` the record's ``mondrian`` entry in
-    its JSON form.
+    its JSON form; ``cells`` the cells suppressed per column and ``cell_suppression`` the
+    record's entry, with cell suppression.
     """
     from ..anonymize.criteria import suppression_budget
     from ..anonymize.record import (
         MAX_GROUPS,
         RECORD_FORMAT,
+        CellSuppression,
         Classes,
         MondrianInfo,
         Parameters,
@@ -60,7 +63,7 @@ def spark_record(engine: SparkDriver, spec: Any, policy: Any, freq: pd.DataFrame
         rows_in=n, rows_out=n - n_sup,
         suppression=Suppression(
             rows=n_sup, share=round(n_sup / n, 6) if n else 0.0, budget_rows=suppression_budget(policy, n),
-            cells={}, cells_total=0,
+            cells=dict(cells or {}), cells_total=int(sum((cells or {}).values())),
             by_partition_key=weighted_breakdown(freq, fail_rows, counts, pks, MAX_GROUPS),
             by_query={q.name: weighted_breakdown(freq, fail_rows, counts,
                                                  [c for c in q.group_by if c in freq.columns], MAX_GROUPS)
@@ -69,6 +72,8 @@ def spark_record(engine: SparkDriver, spec: Any, policy: Any, freq: pd.DataFrame
                         histogram=class_histogram(kept_sizes)),
         utility=Utility(metric=metric_name(method, spec), value=loss, queries=queries),
         levels=levels, search=search,
+        cell_suppression=(CellSuppression.from_json(cell_suppression, prefix="cell_suppression.")
+                          if cell_suppression is not None else None),
         mondrian=MondrianInfo.from_json(mondrian, prefix="mondrian.") if mondrian is not None else None,
         input_hash=input_hash, output_hash=engine.digest(published),
         elapsed_s=round(time.perf_counter() - t0, 4),
