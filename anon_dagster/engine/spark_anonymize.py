@@ -1,5 +1,6 @@
 """The anonymize step on Spark: what the engine carries out (:func:`check_supported`), the
-method dispatched (global recoding, :mod:`.spark_recoding`; Mondrian, :mod:`.spark_mondrian`) and
+method dispatched (global recoding, :mod:`.spark_recoding`; Mondrian, :mod:`.spark_mondrian`;
+MDAV microaggregation, :mod:`.spark_microaggregation`) and
 an unreachable policy shown as the pandas pipeline shows it
 (:func:`~anon_dagster.release.anonymize_step.anonymize`)."""
 
@@ -16,9 +17,6 @@ from .spark_session import SparkDriver
 def check_supported(spec: Any) -> None:
     """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
     an = spec.anonymization
-    if an.method == "microaggregation":
-        raise UnsupportedOnEngine("anonymization.method: microaggregation (MDAV)",
-                                  hint="use method: global or mondrian, or --engine pandas")
     if an.suppression == "cells" and an.method == "mondrian":
         raise UnsupportedOnEngine("anonymization.suppression: cells with method: mondrian (cell suppression)",
                                   hint="use method: global, suppression: rows, or --engine pandas")
@@ -70,6 +68,10 @@ def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
         from .spark_mondrian import anonymize_mondrian
 
         return anonymize_mondrian(engine, spec, pseudonymized, progress)
+    if spec.anonymization.method == "microaggregation":
+        from .spark_microaggregation import anonymize_microaggregation
+
+        return anonymize_microaggregation(engine, spec, pseudonymized, progress)
     from .spark_recoding import anonymize_global
 
     return anonymize_global(engine, spec, pseudonymized, progress)
