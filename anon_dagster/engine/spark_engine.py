@@ -14,6 +14,9 @@ The rows stay on Spark. Each step that needs to look at them asks Spark for a fr
   applied by Spark with broadcast label maps, the failing classes suppressed by an anti-join;
   (Mondrian) each partition-key part cut on an executor by the project's Mondrian with the whole
   table's layout, the parts' cuts joined on the driver into the record (:mod:`.spark_mondrian`);
+  (microaggregation) each block of equal partition keys and categorical QIs aggregated on an
+  executor by the project's MDAV, its rows in source order, one block on the driver, l and t
+  judged on the driver from the aggregated classes (:mod:`.spark_microaggregation`);
 - **evaluate**: every risk figure from the published frequency table
   (:func:`~anon_dagster.risk.frequencies.measure_frequencies`), utility queries from two frequency
   tables, the composition from the persons' classes, the data contract by Spark SQL
@@ -22,13 +25,14 @@ The rows stay on Spark. Each step that needs to look at them asks Spark for a fr
 The engine's modules, one job each: :mod:`.spark_session` (the session, the scratch folder, the
 driver's reads), :mod:`.spark_ingest` (ingest and pseudonymize), :mod:`.spark_anonymize` (the
 anonymize step: what is supported, the method, an unreachable policy), :mod:`.spark_recoding`
-(global recoding applied), :mod:`.spark_mondrian` (Mondrian per part), :mod:`.spark_record` (the transformation record), :mod:`.spark_gate`
+(global recoding applied), :mod:`.spark_mondrian` (Mondrian per part),
+:mod:`.spark_microaggregation` (MDAV per block), :mod:`.spark_record` (the transformation record), :mod:`.spark_gate`
 (the measurement and the checks), :mod:`.spark_aggregates` (DP aggregates: the contribution
 bound and the groups counted by Spark, the noise drawn on the driver), :mod:`.spark_results`
 (what each step hands to the next).
 
 What is not supported yet is refused up front with one line (:func:`check_supported`):
-microaggregation, PRAM, cell suppression, a utility query as the search's metric, tokens, k per person (pseudonyms that link a person's rows), the release's
+PRAM, cell suppression with Mondrian, a utility query as the search's metric, tokens, k per person (pseudonyms that link a person's rows), the release's
 attacks, csv sources and sources on object storage. docs/scale.md says what is exact, what the
 driver holds and what is left.
 """
