@@ -77,16 +77,6 @@ def test_a_bottom_table_over_the_driver_limit_names_its_size(spark_engine, tmp_p
 
 
 @pytest.mark.usefixtures("spark")
-def test_microaggregation_is_refused_in_one_line(tmp_path, capsys):
-    spec = write_release(tmp_path, anonymization={"method": "microaggregation", "k": 3},
-                         policy={"thresholds": {"k": 3}})
-    assert main(["check", str(spec), "--partition", "2024", "--engine", "spark"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == ("anon-dagster check: error: anonymization.method: microaggregation (MDAV) is not supported on "
-                   "the Spark engine yet: use method: global or mondrian, or --engine pandas")
-
-
-@pytest.mark.usefixtures("spark")
 def test_anonymize_writes_a_parquet_folder_that_both_engines_measure_alike(tmp_path, capsys):
     population = discharges(2000, seed=4)[["age", "sex", "zip", "region"]]
     (tmp_path / "data").mkdir(parents=True, exist_ok=True)
