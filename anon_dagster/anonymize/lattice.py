@@ -451,16 +451,18 @@ class Lattice:
         self._keys: PersonKeys | None = None
         self._persons_at: dict[int, _PersonsAt] = {}
         if persons is not None:
-            if len(persons) != self.n_rows:
-                raise ValueError(f"{len(persons)} person values for {self.n_rows} rows")
+            if len(persons) != self.n_inputs:
+                raise ValueError(f"{len(persons)} person values for {self.n_inputs} rows")
             self._person_of_row = person_codes(persons)
+            # a frequency row counts its person's rows of its combination: the key's multiplicity
             self._keys = PersonKeys.of_rows(self._person_of_row, self.bottom_row_class,
-                                            len(self._cache[0].sizes))
+                                            len(self._cache[0].sizes), self._row_weights)
 
     @classmethod
     def from_frequencies(cls, qis: Sequence[CodedQI], counts: np.ndarray, policy: Policy,
                          sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
-                         generalized: Sequence[bool] | None = None) -> Lattice:
+                         generalized: Sequence[bool] | None = None,
+                         persons: pd.Series | np.ndarray | None = None) -> Lattice:
         """The lattice of a table given by its frequency table at the bottom node.
 
         ``qis`` and ``sensitive`` code the frequency table's rows (one per distinct combination
@@ -469,21 +471,27 @@ class Lattice:
         are rolled up from the bottom with their sizes summed (the search never reads rows beyond
         the bottom's classes), the suppression budget, the metric's per-value counts
         (:meth:`CodedQI.value_counts`, set here to the weighted counts) and the sensitive
-        histograms count the table's rows. Utility queries and k per person need the rows.
+        histograms count the table's rows. Utility queries need the rows. ``persons`` gives each
+        frequency row's person (the table then counts rows per person and combination, and a row
+        without a person stands for one row, :func:`~anon_dagster.risk.person.split_unlinked`):
+        the search targets k per person as over the rows, the persons' keys counting rows.
         """
         counts = np.asarray(counts)
         for q in qis:
             q._counts = np.rint(np.bincount(q.codes, weights=counts.astype(np.float64),
                                             minlength=len(q.uniques))).astype(np.int64)
-        return cls(qis, policy, sensitive, metric, generalized=generalized, weights=counts)
+        return cls(qis, policy, sensitive, metric, generalized=generalized, weights=counts, persons=persons)
 
     def _frequency_weights(self, weights: np.ndarray | None, persons: object, query: object) -> np.ndarray | None:
         """``weights`` as float64 (what bincount sums), checked against the rows; None for rows."""
         if weights is None:
             return None
-        if persons is not None or query is not None:
-            raise UserError("a frequency table's lattice cannot search for k per person or minimize a "
-                            "utility query: both need the table's rows")
+        if query is not None:
+            raise UserError("a frequency table's lattice cannot minimize a utility query: it needs the table's rows")
+        if persons is not None and len(persons) == len(weights):
+            missing = pd.isna(pd.Series(persons)).to_numpy()
+            if (np.asarray(weights)[missing] > 1).any():
+                raise ValueError("a frequency row without a person stands for several persons: split_unlinked first")
         w = np.asarray(weights, dtype=np.float64)
         if len(w) != self.n_inputs or (len(w) and (w.min() < 1 or not np.all(w == np.floor(w)))):
             raise ValueError(f"weights must be {self.n_inputs} whole numbers >= 1, one per frequency row")
@@ -878,7 +886,7 @@ class Lattice:
         """The rows (a boolean mask by position) of the persons whose person class at node
         ``idx`` holds fewer than k persons; none without persons."""
         if self._keys is None:
-            return np.zeros(self.n_rows, dtype=bool)
+            return np.zeros(self.n_inputs, dtype=bool)
         return self._persons(idx).below[self._person_of_row]
 
     def row_class(self, idx: int) -> tuple[np.ndarray, _State]:

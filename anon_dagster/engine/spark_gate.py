@@ -44,19 +44,26 @@ def measure(engine: Any, spec: Any, df: Any, population: pd.DataFrame | None, *,
     """The release's :class:`~anon_dagster.risk.RiskMeasures` of the Spark table ``df`` (None when
     it has no rows, or a DataError ``empty_message``)."""
     from ..release.gate import risk_options
+    from .spark_persons import PERSON_COLUMN, linked_by, with_persons
 
-    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
-    freq, _ = engine.frequencies(df, columns, what="the published frequency table (QIs and sensitive attributes)")
+    # with published columns linking a person's rows, the table counts rows per person too
+    linked = linked_by(spec, df)
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive, *linked]))
+    what = "the published frequency table (QIs, sensitive attributes and the columns linking a person's rows)"
+    freq, _ = engine.frequencies(df, columns, what=what)
     if not len(freq):
         if empty_message:
             raise DataError(empty_message)
         return None
+    if linked:
+        freq = with_persons(engine, spec, freq, linked, what=what)
     pop_spec = spec.policy.population
     return measure_frequencies(
         freq, spec.quasi_identifiers, spec.sensitive or None, population=population,
         sampling_fraction=spec.policy.sampling_fraction,
         count_column=pop_spec.count_column if pop_spec is not None and population is not None else None,
-        counts=COUNT_COLUMN, first_row=FIRST_COLUMN, categories=categories, **risk_options(spec, population))
+        counts=COUNT_COLUMN, first_row=FIRST_COLUMN, categories=categories,
+        persons=PERSON_COLUMN if linked else None, **risk_options(spec, population))
 
 
 def query_error(engine: Any, original: Any, published: Any, group_by: list[str], target: str) -> Any:

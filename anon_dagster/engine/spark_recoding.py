@@ -12,8 +12,10 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError
+from .base import UnsupportedOnEngine
 from .spark_cells import blank_cells
 from .spark_frames import COUNT_COLUMN, arrow_values, lookup_frame, null_safe
+from .spark_persons import PERSON_COLUMN, drop_rows, linked_by, with_persons
 from .spark_record import record_only, spark_record
 from .spark_results import SparkAnonymized, SparkPseudonymized
 from .spark_session import SparkDriver
@@ -47,7 +49,9 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     if absent:
         raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
     by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
-    bottom_columns = list(dict.fromkeys(needed + by_query))
+    # k per person (global recoding, row suppression): the table counts rows per person too
+    linked = linked_by(spec, df) if an.method == "global" and an.suppression == "rows" else []
+    bottom_columns = list(dict.fromkeys(needed + by_query + linked))
     floor = minimum_levels(spec) if an.method == "global" else {c: 0 for c in gen}
     raised = {c: level for c, level in floor.items() if level > 0}
     source, full = at_min_levels(engine, spec, df, raised) if raised else (df, {})
@@ -63,6 +67,8 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
                              "built on Spark at them)")
     engine.check_fits(source, bottom_columns, what=what, ways_out=ways_out)
     freq, schema = engine.frequencies(source, bottom_columns, what=what)
+    if linked:
+        freq = with_persons(engine, spec, freq, linked, what=what)
     counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
     n = int(counts.sum())
     input_hash = engine.digest(df)
@@ -74,15 +80,35 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
              for c in gen}
     qis = [coded[c] for c in gen] + [code_qi(freq[c], None) for c in pks]
     sens_coded = [a.code(freq[a.name]) for a in sensitive_attributes(spec, policy.sensitive)] if sens else []
-    lattice = Lattice.from_frequencies(qis, counts, policy, sens_coded, an.utility,
-                                       generalized=[True] * len(gen) + [False] * len(pks))
+    offsets = [floor[c] for c in gen] + [0] * len(pks)
+
+    def run(persons: Any) -> tuple[Any, Any]:
+        lattice = Lattice.from_frequencies(qis, counts, policy, sens_coded, an.utility,
+                                           generalized=[True] * len(gen) + [False] * len(pks), persons=persons)
+        return lattice, lattice.search(frontier=an.frontier, progress=progress)
+
     # ``found`` names the nodes in the lattice searched, ``search`` in the whole lattice
-    found = lattice.search(frontier=an.frontier, progress=progress)
-    search = found.above([floor[c] for c in gen] + [0] * len(pks))
+    lattice, found = run(freq[PERSON_COLUMN] if linked else None)
+    if linked and not found.solved:
+        # as the pandas engine: the row-level optimum; when it exists, its persons below k go to
+        # the person pass after the search, which the Spark engine does not run
+        lattice, found = run(None)
+        check_solved(spec, policy, found.above(offsets))
+        raise UnsupportedOnEngine(
+            "k per person when no generalization reaches it within the suppression budget (the persons "
+            "below k removed after the search)", hint="raise anonymization.max_suppression, or --engine pandas")
+    search = found.above(offsets)
     check_solved(spec, policy, search)
     levels = dict(zip(gen, (int(v) for v in search.levels[: len(gen)]), strict=True))
     row_class, sizes, failing = lattice.failing_classes(found.levels)
     fail_rows = failing[row_class]
+    person_section = None
+    if search.per_person:
+        # the persons below k at the node, removed with the failing classes within the budget
+        extra = lattice.persons_below(lattice.index(found.levels)) & ~fail_rows
+        person_section = person_suppression(spec, policy, freq, counts, extra, linked, n)
+        fail_rows = fail_rows | extra
+        source = drop_rows(engine, source, schema, freq, extra, bottom_columns)
     above = dict(zip(gen, (int(v) for v in found.levels[: len(gen)]), strict=True))
     cells = None
     if an.suppression == "cells" and fail_rows.any():
@@ -106,11 +132,30 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
             categories[c] = [str(v) for v in coded[c].labels[0]]
     published = published.persist()  # read by the record, then by every check of the gate
     kept = sizes[~failing] if cells is None else cells.sizes
+    if person_section is not None:
+        kept = np.bincount(row_class, weights=np.where(fail_rows, 0, counts), minlength=len(sizes))
+        kept = np.rint(kept[kept > 0]).astype(np.int64)
     record = spark_record(engine, spec, policy, freq, counts, fail_rows, kept, search.loss, input_hash, published,
                           t0, original=df, levels=levels, search=search.to_dict(),
                           cells=cells.cells if cells is not None else None,
-                          cell_suppression=cells.info if cells is not None else None)
+                          cell_suppression=cells.info if cells is not None else None,
+                          person_suppression=person_section)
     return SparkAnonymized(published, record, int(counts[fail_rows].sum()), categories=categories)
+
+
+def person_suppression(spec: Any, policy: Any, freq: pd.DataFrame, counts: np.ndarray, extra: np.ndarray,
+                       linked: list[str], n: int) -> dict[str, Any]:
+    """The record's ``person_suppression`` entry of a search that targeted k per person, as
+    :func:`~anon_dagster.anonymize.global_method.run_global` writes it: the persons below k, and
+    their rows, that the failing classes did not remove (``extra``, by frequency row)."""
+    from ..anonymize.criteria import suppression_budget
+    from ..anonymize.record import PersonSuppression
+    from ..risk.person import person_codes
+
+    persons = int(len(np.unique(person_codes(freq[PERSON_COLUMN])[extra])))
+    return PersonSuppression(k=policy.k, linked_by=list(linked), persons=persons, rows=int(counts[extra].sum()),
+                             budget_rows=suppression_budget(policy, n), reached=True,
+                             search_targeted=True).to_json()
 
 
 def at_min_levels(engine: SparkDriver, spec: Any, df: Any, raised: dict[str, int]) -> tuple[Any, dict[str, Any]]:

@@ -20,14 +20,16 @@ def spark_record(engine: SparkDriver, spec: Any, policy: Any, freq: pd.DataFrame
                  published: Any, t0: float, *, original: Any, levels: dict[str, int] | None = None,
                  search: dict[str, Any] | None = None, method: str = "global",
                  mondrian: dict[str, Any] | None = None, cells: dict[str, int] | None = None,
-                 cell_suppression: dict[str, Any] | None = None) -> Any:
+                 cell_suppression: dict[str, Any] | None = None,
+                 person_suppression: dict[str, Any] | None = None) -> Any:
     """The record of an anonymization of ``original`` into ``published``.
 
     ``freq`` is a frequency table of ``original`` (with ``counts``) holding at least the partition
     keys and the utility queries' group-by columns, ``fail_rows`` its rows suppressed;
     ``kept_sizes`` the published classes' sizes; ``mondrian`` the record's ``mondrian`` entry in
     its JSON form; ``cells`` the cells suppressed per column and ``cell_suppression`` the
-    record's entry, with cell suppression.
+    record's entry, with cell suppression; ``person_suppression`` the record's entry of a search
+    that targeted k per person.
     """
     from ..anonymize.criteria import suppression_budget
     from ..anonymize.record import (
@@ -37,6 +39,7 @@ def spark_record(engine: SparkDriver, spec: Any, policy: Any, freq: pd.DataFrame
         Classes,
         MondrianInfo,
         Parameters,
+        PersonSuppression,
         Suppression,
         TransformationRecord,
         Utility,
@@ -75,6 +78,8 @@ def spark_record(engine: SparkDriver, spec: Any, policy: Any, freq: pd.DataFrame
         cell_suppression=(CellSuppression.from_json(cell_suppression, prefix="cell_suppression.")
                           if cell_suppression is not None else None),
         mondrian=MondrianInfo.from_json(mondrian, prefix="mondrian.") if mondrian is not None else None,
+        person_suppression=(PersonSuppression.from_json(person_suppression, prefix="person_suppression.")
+                            if person_suppression is not None else None),
         input_hash=input_hash, output_hash=engine.digest(published),
         elapsed_s=round(time.perf_counter() - t0, 4),
     )

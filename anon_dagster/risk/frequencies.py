@@ -196,6 +196,7 @@ def measure_frequencies(
     population_qis: Sequence[str] | None = None,
     strict_population: bool = True,
     attribute_disclosure: bool = True,
+    persons: str | None = None,
     **unsupported: Any,
 ) -> RiskMeasures:
     """:func:`~anon_dagster.risk.measures.measure_risk` of the table ``freq`` counts.
@@ -203,12 +204,15 @@ def measure_frequencies(
     ``freq`` has the QI and sensitive columns and ``counts`` (the rows holding each combination);
     ``first_row`` and ``categories`` order the classes as ``measure_risk`` orders the rows'
     (module docstring). The other arguments are ``measure_risk``'s, with the same meaning, checks
-    and errors. ``persons``, ``presence``, ``subgroup``, ``hierarchies``/``original`` and
+    and errors. ``persons`` names the column of ``freq`` holding each frequency row's person
+    (the table then counts rows per person and combination; a missing person is a person of its
+    own for each row the frequency row counts): the person-level figures
+    (:func:`~anon_dagster.risk.person.person_figures`) are those of the rows. ``presence``, ``subgroup``, ``hierarchies``/``original`` and
     ``utility_queries`` need the rows: a DataError says so. ``equivalence_classes`` of the result
     is None (the classes' rows are frequency rows: see :func:`frequency_classes`).
     """
     for name, value in unsupported.items():
-        if name in ("persons", "presence", "subgroup", "hierarchies", "original", "utility_queries"):
+        if name in ("presence", "subgroup", "hierarchies", "original", "utility_queries"):
             if value is None or value is False or (isinstance(value, Sequence | Mapping) and not value):
                 continue
             raise DataError(f"{name} cannot be measured from a frequency table: it needs the table's rows")
@@ -260,6 +264,7 @@ def measure_frequencies(
     )
 
     # ----- attribute disclosure ------------------------------------------------------------
+    coded_columns: list[tuple[np.ndarray, int]] = []  # shared with the person-level figures
     for name in sens:
         coded = code_sensitive(
             freq[name], name,
@@ -268,6 +273,7 @@ def measure_frequencies(
             hierarchy=_per_attribute(sensitive_hierarchy, name),
         )
         measures.sensitive_results.append(_sensitive(ec, coded, fweights, recursive_c, attribute_disclosure))
+        coded_columns.append((coded.codes, coded.n_values))
     if sens:
         summarize_sensitive(measures, extras, recursive_c, attribute_disclosure)
 
@@ -280,6 +286,19 @@ def measure_frequencies(
 
     # ----- utility -------------------------------------------------------------------------
     extras.update(generic_utility(SimpleNamespace(n_rows=n, sizes=sizes), suppressed=suppressed, k=k))
+
+    # ----- person level --------------------------------------------------------------------
+    if persons is not None:
+        from .person import person_figures, split_unlinked
+
+        if persons not in columns:
+            raise DataError(f"the frequency table has no column {persons!r} (persons)")
+        at, person_weights = split_unlinked(freq[persons], weights)
+        rows = EquivalenceClasses(ec.qis, ec.row_class[at], ec.sizes)
+        extras["person"] = person_figures(
+            rows, freq[persons].iloc[at].reset_index(drop=True), [(c[at], m) for c, m in coded_columns],
+            population_sizes=measures.population_sizes if population is not None else None,
+            weights=person_weights)
     return measures
 
 

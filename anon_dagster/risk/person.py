@@ -131,12 +131,16 @@ class PersonKeys:
     count: np.ndarray
 
     @classmethod
-    def of_rows(cls, person_of_row: np.ndarray, row_class: np.ndarray, n_classes: int) -> PersonKeys:
-        """The keys of rows with these person codes (:func:`person_codes`) and classes."""
+    def of_rows(cls, person_of_row: np.ndarray, row_class: np.ndarray, n_classes: int,
+                weights: np.ndarray | None = None) -> PersonKeys:
+        """The keys of rows with these person codes (:func:`person_codes`) and classes; with
+        ``weights`` the rows are those of a frequency table of (person, class, ...), row ``i``
+        standing for ``weights[i]`` rows of that person in that class (the multiplicities add up)."""
         n_persons = int(person_of_row.max()) + 1 if len(person_of_row) else 0
         n_classes = max(int(n_classes), 1)
+        w = None if weights is None else np.asarray(weights, dtype=np.int64)
         element, counts = _distinct(person_of_row * n_classes + row_class.astype(np.int64),
-                                    n_persons * n_classes)
+                                    n_persons * n_classes, w)
         return cls(n_persons, element // n_classes, element % n_classes, counts)
 
     def coarsen(self, class_map: np.ndarray, n_classes: int) -> PersonKeys:
@@ -199,8 +203,11 @@ class PersonClasses:
         return int(len(self.sizes))
 
     @classmethod
-    def build(cls, classes: EquivalenceClasses, persons: pd.Series) -> PersonClasses:
-        """Person classes from the row classes and each row's person (by position).
+    def build(cls, classes: EquivalenceClasses, persons: pd.Series,
+              weights: np.ndarray | None = None) -> PersonClasses:
+        """Person classes from the row classes and each row's person (by position); with
+        ``weights``, the rows of a frequency table (:meth:`PersonKeys.of_rows`), each row
+        without a person standing for one row (:func:`split_unlinked`).
 
         A missing person value is a person of its own for each such row (an unlinked row
         links to nobody).
@@ -208,7 +215,9 @@ class PersonClasses:
         if len(persons) != classes.n_rows:
             raise ValueError(f"{len(persons)} person values for {classes.n_rows} rows")
         codes = person_codes(persons)
-        group, sizes = PersonKeys.of_rows(codes, classes.row_class, classes.n_classes).person_classes()
+        if weights is not None and len(weights) and (np.asarray(weights)[pd.isna(pd.Series(persons)).to_numpy()] > 1).any():
+            raise ValueError("a frequency row without a person stands for several persons: split_unlinked first")
+        group, sizes = PersonKeys.of_rows(codes, classes.row_class, classes.n_classes, weights).person_classes()
         return cls(codes, group, sizes)
 
     def figures(self) -> dict[str, Any]:
@@ -259,16 +268,32 @@ class PersonClasses:
                 "t_closeness": float(tv.max())}
 
 
+def split_unlinked(persons: pd.Series, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A frequency table's rows with the rows without a person repeated once per row they
+    stand for (each unlinked row is a person of its own): the positions to take, and their
+    weights (1 for the repeated rows, the others' own)."""
+    w = np.asarray(weights, dtype=np.int64)
+    missing = pd.isna(pd.Series(persons).reset_index(drop=True)).to_numpy()
+    if not missing.any():
+        return np.arange(len(w), dtype=np.int64), w
+    positions = np.repeat(np.arange(len(w), dtype=np.int64), np.where(missing, w, 1))
+    return positions, np.where(missing, 1, w)[positions]
+
+
 def person_figures(classes: EquivalenceClasses, persons: pd.Series,
                    sensitive: pd.DataFrame | Sequence[tuple[np.ndarray, int]] | None = None,
-                   population_sizes: np.ndarray | None = None) -> dict[str, Any]:
+                   population_sizes: np.ndarray | None = None,
+                   weights: np.ndarray | None = None) -> dict[str, Any]:
     """Every person-level figure of a table (see the module docstring).
 
     ``population_sizes`` is F per row class (journalist risk per person, a lower bound);
     ``sensitive`` the sensitive columns (the worst over them, as at row level), as a table or
     already coded (``(codes, n_values)`` per column: the row-level measurement's own coding).
+    ``weights``: the rows are a frequency table's (:meth:`PersonKeys.of_rows`); the figures are
+    those of the rows it counts (a person's sensitive values and smallest F do not depend on
+    how many rows hold them, their key does and counts them).
     """
-    pc = PersonClasses.build(classes, persons)
+    pc = PersonClasses.build(classes, persons, weights)
     out = pc.figures()
     columns = ([sensitive[c] for c in sensitive.columns] if isinstance(sensitive, pd.DataFrame)
                else list(sensitive or []))
@@ -287,4 +312,4 @@ def person_figures(classes: EquivalenceClasses, persons: pd.Series,
     return out
 
 
-__all__ = ["PersonClasses", "PersonKeys", "person_codes", "person_figures"]
+__all__ = ["PersonClasses", "PersonKeys", "person_codes", "person_figures", "split_unlinked"]
