@@ -291,6 +291,9 @@ def measure_frequencies(
     if persons is not None:
         from .person import person_figures, split_unlinked
 
+        if not isinstance(persons, str):  # each row's person: the rows, which a frequency table is not
+            raise DataError("persons cannot be measured from a frequency table: it needs the table's rows "
+                            "(name the frequency table's column of persons instead)")
         if persons not in columns:
             raise DataError(f"the frequency table has no column {persons!r} (persons)")
         at, person_weights = split_unlinked(freq[persons], weights)
