@@ -10,6 +10,12 @@ with weights). A row without any linking value is a person of its own: the frequ
 such rows are repeated once per row they count (:func:`~anon_dagster.risk.person.split_unlinked`),
 within ``max_driver_cells``.
 
+Methods other than global recoding with row suppression (Mondrian, ``method: none``) reach k
+per person afterwards, as the pandas engine does
+(:func:`anon_dagster.release.anonymize_step.reach_k_per_person`): :func:`reach_k_per_person`
+decides from the frequency table of (linking columns, QIs) of the published rows which persons
+to remove, with the pandas engine's functions, and removes their rows on Spark.
+
 The person of a frequency row is :func:`anon_dagster.release.gate.person_link` of its linking
 values (with several linking columns, the connected components of shared values): the same
 function the pandas engine applies to the rows, since it depends on the values only.
@@ -84,4 +90,60 @@ def drop_rows(engine: Any, df: Any, schema: Any, freq: pd.DataFrame, rows: np.nd
     return df.join(F.broadcast(lookup), on=null_safe(df, lookup, pairs), how="left_anti")
 
 
-__all__ = ["PERSON_COLUMN", "drop_rows", "linked_by", "with_persons"]
+def reach_k_per_person(engine: Any, spec: Any, anonymized: Any, rows_in: int) -> Any:
+    """``anonymized`` (a :class:`~.spark_results.SparkAnonymized`) with the persons below k
+    removed, when published columns link a person's rows and their rows fit in what is left of the
+    suppression budget; the record rewritten as
+    :func:`anon_dagster.release.anonymize_step.reach_k_per_person` rewrites it.
+
+    A person is below k when their person class (the persons whose multisets of classes are
+    equal) holds fewer than k persons (:class:`~anon_dagster.risk.person.PersonClasses`, built
+    from the frequency table of the published rows over (linking columns, QIs) with its counts as
+    multiplicities). Removing a person leaves the others' keys unchanged, so one pass suffices."""
+    from dataclasses import replace
+
+    from ..anonymize.criteria import Policy, suppression_budget
+    from ..anonymize.record import Classes, PersonSuppression, class_histogram
+    from ..risk.frequencies import frequency_classes
+    from ..risk.person import PersonClasses
+
+    df = anonymized.df
+    linked = linked_by(spec, df)
+    qis = [q for q in spec.quasi_identifiers if q in df.columns]
+    if not linked or not qis:
+        return anonymized
+    columns = list(dict.fromkeys(linked + qis))
+    what = "the published rows per linking pseudonym and QIs"
+    freq, schema = engine.frequencies(df, columns, first_row=False, what=what)
+    if not len(freq):
+        return anonymized
+    freq = with_persons(engine, spec, freq, linked, what=what)
+    counts = freq[COUNT_COLUMN].to_numpy(np.int64)
+    policy = Policy.from_spec(spec)
+    k = policy.k
+    budget = suppression_budget(policy, rows_in)
+    classes = frequency_classes(freq, qis, counts.astype(np.float64))
+    pc = PersonClasses.build(classes, freq[PERSON_COLUMN], counts)
+    small = pc.sizes[pc.person_class] < k
+    below = small[pc.person_of_row]
+    n_persons = int(small.sum())
+    removed = int(counts[below].sum())
+    reached = removed <= max(budget - anonymized.suppressed, 0)
+    section = PersonSuppression(k=k, linked_by=list(linked), persons=n_persons, rows=removed, budget_rows=budget,
+                                reached=reached, search_targeted=False)
+    record = anonymized.record
+    if not (reached and removed):
+        return replace(anonymized, record=replace(record, person_suppression=section))
+    published = drop_rows(engine, df, schema, freq, below, columns).persist()
+    sizes = np.bincount(classes.row_class, weights=np.where(below, 0, counts), minlength=classes.n_classes)
+    sizes = np.rint(sizes[sizes > 0]).astype(np.int64)
+    suppressed = anonymized.suppressed + removed
+    record = replace(
+        record, person_suppression=section, rows_out=int(sizes.sum()), output_hash=engine.digest(published),
+        suppression=replace(record.suppression, rows=suppressed, share=suppressed / rows_in if rows_in else 0.0),
+        classes=Classes(count=len(sizes), k=int(sizes.min()) if len(sizes) else None, histogram=class_histogram(sizes)),
+    )
+    return replace(anonymized, df=published, record=record, suppressed=suppressed)
+
+
+__all__ = ["PERSON_COLUMN", "drop_rows", "linked_by", "reach_k_per_person", "with_persons"]
