@@ -4,9 +4,9 @@ The demo's specs anonymize with Mondrian: the shipped main spec runs as it is on
 then both specs run with optimal global recoding instead, everything else as shipped:
 the scope-row patient pseudonym, the dropped identifiers, the date, mask, interval and table
 hierarchies, the hierarchical t-closeness of the diagnosis, the utility query, the composition
-with the ledger, the strict release's refusal. The strict release's pseudonym links a patient's
-stays (k per person), which the Spark engine does not measure yet either: it gets scope row, as
-the main release has. The data is the generated demo data, smaller.
+with the ledger, the strict release's refusal. Every spec gets the main release's scope-row
+patient pseudonym (k per person on Spark has tests of its own, tests/spark/test_spark_person_k.py).
+The data is the generated demo data, smaller.
 """
 
 from __future__ import annotations
