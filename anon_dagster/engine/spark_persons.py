@@ -103,7 +103,7 @@ def reach_k_per_person(engine: Any, spec: Any, anonymized: Any, rows_in: int) ->
     from dataclasses import replace
 
     from ..anonymize.criteria import Policy, suppression_budget
-    from ..anonymize.record import Classes, PersonSuppression, class_histogram
+    from ..release.anonymize_step import person_pass_record, person_pass_section
     from ..risk.frequencies import frequency_classes
     from ..risk.person import PersonClasses
 
@@ -129,20 +129,16 @@ def reach_k_per_person(engine: Any, spec: Any, anonymized: Any, rows_in: int) ->
     n_persons = int(small.sum())
     removed = int(counts[below].sum())
     reached = removed <= max(budget - anonymized.suppressed, 0)
-    section = PersonSuppression(k=k, linked_by=list(linked), persons=n_persons, rows=removed, budget_rows=budget,
-                                reached=reached, search_targeted=False)
+    section = person_pass_section(anonymized.record, k=k, linked_by=list(linked), persons=n_persons, rows=removed,
+                                  budget=budget, reached=reached)
     record = anonymized.record
     if not (reached and removed):
         return replace(anonymized, record=replace(record, person_suppression=section))
     published = drop_rows(engine, df, schema, freq, below, columns).persist()
     sizes = np.bincount(classes.row_class, weights=np.where(below, 0, counts), minlength=classes.n_classes)
-    sizes = np.rint(sizes[sizes > 0]).astype(np.int64)
     suppressed = anonymized.suppressed + removed
-    record = replace(
-        record, person_suppression=section, rows_out=int(sizes.sum()), output_hash=engine.digest(published),
-        suppression=replace(record.suppression, rows=suppressed, share=suppressed / rows_in if rows_in else 0.0),
-        classes=Classes(count=len(sizes), k=int(sizes.min()) if len(sizes) else None, histogram=class_histogram(sizes)),
-    )
+    record = person_pass_record(record, section, suppressed=suppressed, rows_in=rows_in, sizes=sizes,
+                                output_hash=engine.digest(published))
     return replace(anonymized, df=published, record=record, suppressed=suppressed)
 
 

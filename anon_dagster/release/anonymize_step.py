@@ -160,6 +160,38 @@ def no_relaxed_note(reason: str, exc: Exception) -> str:
     return reason + f". No relaxed anonymization exists either ({exc}): the table is empty and every check fails."
 
 
+def person_pass_section(record: Any, *, k: int, linked_by: list[str], persons: int, rows: int, budget: int,
+                        reached: bool) -> Any:
+    """The record's ``person_suppression`` after the person pass removed ``persons`` (``rows``
+    rows) within ``budget``: what the pass did, on top of what a search that targeted k per
+    person removed (its section's counts added, ``search_targeted`` kept)."""
+    from ..anonymize.record import PersonSuppression
+
+    section = PersonSuppression(k=k, linked_by=list(linked_by), persons=persons, rows=rows, budget_rows=budget,
+                                reached=reached, search_targeted=False)
+    searched = record.person_suppression
+    if searched is not None and searched.search_targeted:
+        section = replace(section, persons=searched.persons + persons, rows=searched.rows + rows,
+                          search_targeted=True)
+    return section
+
+
+def person_pass_record(record: Any, section: Any, *, suppressed: int, rows_in: int, sizes: np.ndarray,
+                       output_hash: str) -> Any:
+    """The record of the table the person pass returns: its section, the rows out (the sum of the
+    class ``sizes``, empty classes ignored), the suppression (``suppressed`` rows of ``rows_in``),
+    the classes and the ``output_hash``. One rewrite for every engine."""
+    from ..anonymize.record import Classes, class_histogram
+
+    sizes = np.rint(np.asarray(sizes, dtype=np.float64)).astype(np.int64)
+    sizes = sizes[sizes > 0]
+    return replace(
+        record, person_suppression=section, rows_out=int(sizes.sum()), output_hash=output_hash,
+        suppression=replace(record.suppression, rows=suppressed, share=suppressed / rows_in if rows_in else 0.0),
+        classes=Classes(count=len(sizes), k=int(sizes.min()) if len(sizes) else None, histogram=class_histogram(sizes)),
+    )
+
+
 def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) -> Anonymized:
     """The anonymization with the persons below k removed, when published columns link a
     person's rows and the suppression budget allows it (:mod:`anon_dagster.anonymize.persons`).
@@ -169,7 +201,7 @@ def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) 
     returned (rows, suppression, classes, output hash).
     """
     from ..anonymize.persons import suppress_persons
-    from ..anonymize.record import Classes, PersonSuppression, class_histogram, table_hash
+    from ..anonymize.record import table_hash
     from ..risk import EquivalenceClasses
 
     view = gate.publishable_view(anonymized.data)
@@ -182,22 +214,14 @@ def reach_k_per_person(spec: ReleaseSpec, anonymized: Anonymized, rows_in: int) 
     classes = EquivalenceClasses.from_frame(view, qis)
     result = suppress_persons(classes, persons, k, max(budget - anonymized.suppressed, 0))
     record = anonymized.record
-    section = PersonSuppression(k=k, linked_by=gate.linking_columns(spec, view), persons=result.persons,
-                                rows=result.rows, budget_rows=budget, reached=result.reached, search_targeted=False)
-    searched = record.person_suppression
-    if searched is not None and searched.search_targeted:
-        section = replace(section, persons=searched.persons + result.persons, rows=searched.rows + result.rows,
-                          search_targeted=True)
+    section = person_pass_section(record, k=k, linked_by=gate.linking_columns(spec, view), persons=result.persons,
+                                  rows=result.rows, budget=budget, reached=result.reached)
     if not (result.reached and result.rows):
         return Anonymized(anonymized.data, replace(record, person_suppression=section), anonymized.suppressed,
                           anonymized.unreachable)
     data = anonymized.data[result.keep]
     sizes = np.bincount(classes.row_class[result.keep], minlength=classes.n_classes)
-    sizes = sizes[sizes > 0]
     suppressed = anonymized.suppressed + result.rows
-    record = replace(
-        record, person_suppression=section, rows_out=len(data), output_hash=table_hash(data),
-        suppression=replace(record.suppression, rows=suppressed, share=suppressed / rows_in if rows_in else 0.0),
-        classes=Classes(count=len(sizes), k=int(sizes.min()) if len(sizes) else None, histogram=class_histogram(sizes)),
-    )
+    record = person_pass_record(record, section, suppressed=suppressed, rows_in=rows_in, sizes=sizes,
+                                output_hash=table_hash(data))
     return Anonymized(data, record, suppressed, anonymized.unreachable)
