@@ -17,7 +17,6 @@ from anon_dagster.anonymize.coding import code_qi
 from anon_dagster.anonymize.criteria import Policy
 from anon_dagster.anonymize.global_recoding import classes_at, failing_rows
 from anon_dagster.anonymize.lattice import Lattice
-from anon_dagster.errors import UserError
 from anon_dagster.hierarchies import TableHierarchy
 from anon_dagster.risk.frequencies import frequency_table
 from anon_dagster.risk.sensitive import code_sensitive
@@ -75,12 +74,29 @@ def sensitive_attributes_of(policy: Policy, df: pd.DataFrame, sens: list[str]):
     return [code_sensitive(df[s], s) for s in sens] if policy.needs_sensitive else []
 
 
-def test_weights_are_checked_and_rows_only_features_refused(adult):
+def test_weights_are_checked(adult):
     df, hier = adult
     freq = frequency_table(df, ["sex", "race"])
     qis = [code_qi(freq[c], hier[c]) for c in ("sex", "race")]
     with pytest.raises(ValueError, match="whole numbers >= 1"):
         Lattice.from_frequencies(qis, np.zeros(len(freq)), Policy(k=2))
-    with pytest.raises(UserError, match="need the table's rows"):
-        Lattice(qis, Policy(k=2), persons=np.arange(len(freq)), weights=freq["count"].to_numpy())
+
+
+def test_persons_on_a_frequency_table_search_as_on_its_rows(adult):
+    """k per person from (person, QIs) -> count finds the node the rows find: a person's rows
+    are its frequency rows repeated as many times as they count."""
+    df, hier = adult
+    qis = ["sex", "race", "age"]
+    rows = df[qis].head(3000).reset_index(drop=True)
+    rows["person"] = np.arange(len(rows)) // 3  # three rows a person, in up to three classes
+    freq = frequency_table(rows, ["person", *qis])
+    policy = Policy(k=4, max_suppression=0.05)
+    on_rows = Lattice([code_qi(rows[c], hier[c]) for c in qis], policy,
+                      persons=rows["person"].to_numpy()).search()
+    on_freq = Lattice([code_qi(freq[c], hier[c]) for c in qis], policy, persons=freq["person"].to_numpy(),
+                      weights=freq["count"].to_numpy()).search()
+    assert on_freq.levels == on_rows.levels
+    assert on_freq.best.suppressed == on_rows.best.suppressed
+    per_row = Lattice([code_qi(rows[c], hier[c]) for c in qis], policy).search()
+    assert per_row.levels != on_rows.levels  # the persons decide the node here: the case is not trivial
 
