@@ -117,7 +117,8 @@ def test_a_refused_partition_shows_its_outcome_and_reasons_on_the_published_asse
 
 def test_the_publication_check_failed_for_the_refused_partition(deployment):
     url = f"{deployment.server.url}/assets/yearly/published?view=checks&checkDetail=publication"
-    needles = ["publication", "Failed", "composition", "Partition"]
+    # the list of checks loads its statuses apart from the detail: wait for the other check's too
+    needles = ["publication", "Failed", "composition", "Partition", "freshness", "Succeeded"]
     text = shown(deployment, url, needles, "ui_publication_check")
     assert re.search(r"\bpublication\s+publication\s+Failed\b", text)  # the check's row in the list
     assert re.search(r"\bfreshness\s+freshness\s+Succeeded\b", text)  # the other check did not fail
