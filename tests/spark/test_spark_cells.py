@@ -131,3 +131,34 @@ def test_tiny_tables_alike(spark_engine, tmp_path_factory, n, seed, k, keys, l_d
         assert pandas is None
         return
     assert_same(pandas, spark, published)
+
+
+def test_cell_suppression_over_the_driver_budget_is_refused_naming_its_size(spark_engine, tmp_path, monkeypatch):
+    """The rows cell suppression expands on the driver count against ``max_driver_cells``: one
+    cell under what they need and the step is refused with the measured size. Each row is there
+    four times, so the expanded rows outgrow the frequency table, which is read first."""
+    from anon_dagster.engine import spark_cells
+    from anon_dagster.engine.spark_frames import DriverLimit
+    from tests.support.spark_releases import discharges
+
+    data = pd.concat([discharges()] * 4, ignore_index=True)
+    spec = load_spec(write_release(tmp_path, data=data, anonymization={"method": "global", "suppression": "cells", "k": 5,
+                                                            "max_suppression": 0.1},
+                                   policy={"thresholds": {"k": 5}}))
+    seen: list[int] = []
+    real = spark_cells.expanded_rows
+
+    def measured(freq, counts, columns, max_cells):
+        seen.append(int(counts.sum()) * max(len(columns), 1))
+        return real(freq, counts, columns, max_cells)
+
+    monkeypatch.setattr(spark_cells, "expanded_rows", measured)
+    keystore = open_keystore()
+    pseudo = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, "2024"), keystore, partition="2024")
+    spark_engine.anonymize(spec, pseudo)
+    assert len(seen) == 1 and seen[0] > 0  # the case does suppress cells, within the default budget
+    spark_engine.max_driver_cells = seen[0] - 1
+    with pytest.raises(DriverLimit, match=rf"= {seen[0]:,} cells, more than .*max_driver_cells={seen[0] - 1:,}"):
+        spark_engine.anonymize(spec, pseudo)
+    spark_engine.max_driver_cells = seen[0]
+    assert spark_engine.anonymize(spec, pseudo).record.suppression.cells_total > 0
