@@ -65,7 +65,11 @@ class PandasEngine:
         population placed with the record ``anonymize`` wrote beside the data, when there is one."""
         from ..partitions import read_release_data
         from ..release import gate
+        from ..spec.catalog import pandas_refusal
 
+        refusal = pandas_refusal(spec) if input_path is None else None
+        if refusal is not None:  # a catalog or Delta table: the Spark engine's
+            raise UserError(refusal)
         df, path = read_release_data(spec, partition, input_path)
         check_measurable(spec, df, path, generalized)
         population = gate.population_for(spec, df, record_beside(Path(path)))

@@ -1,5 +1,6 @@
 """The Spark engine's first two steps, as the pandas pipeline's ingest and pseudonymize
-(:mod:`anon_dagster.release.pipeline`): the source read by Spark (parquet), the partition's
+(:mod:`anon_dagster.release.pipeline`): the source read by Spark (parquet files, a Delta table's
+folder or a table of the session's catalog: :mod:`.spark_sources`), the partition's
 window filtered there and the spec checked against the schema and the hierarchies against each
 column's distinct values; then the identifiers pseudonymized by ``mapInArrow`` calling the
 project's keyed functions, keys re-derived on the executors (:mod:`.spark_pseudonyms`)."""
@@ -14,32 +15,44 @@ import pandas as pd
 from ..errors import DataError
 from .base import UnsupportedOnEngine
 from .spark_erasure import drop_erased
-from .spark_frames import published_columns, read_parquet
+from .spark_frames import ROW_COLUMN, published_columns, read_parquet
 from .spark_pseudonyms import DISTINCT_PREFIX
 from .spark_results import SparkIngested, SparkPseudonymized
 from .spark_session import SparkDriver, executor_errors
 
 
-def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str | None) -> tuple[Any, Path]:
-    """The partition's rows of ``input_path`` or the spec's source, identifiers as text."""
+def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str | None) -> tuple[Any, Path | str]:
+    """The partition's rows of ``input_path`` or the spec's source, identifiers as text, and what
+    they were read from: a parquet file or folder, a Delta table's folder (``source.format:
+    delta``), or a table of the session's catalog (``source.table``: its description, ``the
+    catalog table 'db.t'``). Rows keep their position (:mod:`.spark_sources` for the tables)."""
     from pyspark.sql import functions as F
 
     from ..io import table_format
     from ..objectstore import ObjectPath
     from ..partitions import check_partition, partition_window, source_path, text_columns
+    from .spark_sources import content_positions, read_catalog_table, read_delta
 
     check_partition(spec, partition)
-    path = Path(input_path) if input_path is not None else source_path(spec, partition)
-    if isinstance(path, ObjectPath) or "://" in str(input_path or ""):
-        raise UnsupportedOnEngine("a source on object storage", hint="read it with a Spark path on a cluster "
-                                  "filesystem, or use --engine pandas")
-    if not path.exists():
-        raise DataError(f"{path}: no such file")
-    fmt = "parquet" if path.is_dir() else (spec.source.format if input_path is None and spec.source.format
-                                            else table_format(path))
-    if fmt != "parquet":
-        raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
-    df = read_parquet(engine.spark, path)
+    path: Path | str
+    if input_path is None and spec.source.table is not None:
+        path = spec.source.described
+        df = read_catalog_table(engine.spark, spec)
+    else:
+        path = Path(input_path) if input_path is not None else source_path(spec, partition)
+        if isinstance(path, ObjectPath) or "://" in str(input_path or ""):
+            raise UnsupportedOnEngine("a source on object storage", hint="read it with a Spark path on a cluster "
+                                      "filesystem, or use --engine pandas")
+        if not path.exists():
+            raise DataError(f"{path}: no such file")
+        if input_path is None and spec.source.format == "delta":
+            fmt = "delta"
+        else:
+            fmt = "parquet" if path.is_dir() else (spec.source.format if input_path is None and spec.source.format
+                                                    else table_format(path))
+        if fmt not in ("parquet", "delta"):
+            raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
+        df = read_delta(engine.spark, path) if fmt == "delta" else read_parquet(engine.spark, path)
     types = dict(df.dtypes)
     for name in text_columns(spec):
         kind = types.get(name)
@@ -72,13 +85,15 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         lo = F.lit(start.to_pydatetime()).cast(kind)
         hi = F.lit(end.to_pydatetime()).cast(kind)
         inside = df.filter((F.col(f"`{column}`") >= lo) & (F.col(f"`{column}`") < hi))
-        if input_path is None and "{partition}" in spec.source.path:
+        if input_path is None and "{partition}" in (spec.source.path or ""):
             total, kept = df.count(), inside.count()
             if kept < total:
                 raise DataError(
                     f"{path}: {total - kept} rows fall outside partition {partition!r} "
                     f"[{start.date()}, {end.date()}) of column {column!r}: fix the file or the spec")
         df = inside
+    if ROW_COLUMN not in df.columns:  # a catalog or Delta table: positions from the rows' contents
+        df = content_positions(df)
     return df, path
 
 def check_data(engine: SparkDriver, spec: Any, df: Any, source: str) -> None:

@@ -30,18 +30,23 @@ from .synthetic import SyntheticSpec
 
 class SourceSpec(_Model):
     """Where the raw data comes from: a csv or parquet file (``path``, relative to the spec; may
-    hold {partition}), or an asset of the Dagster project the release is part of (``asset``: its
-    key, as ``a/b`` or as the list of its parts). Exactly one of the two is given (spec validation)."""
+    hold {partition}), a Delta table's folder (``path`` with ``format: delta``, read by the Spark
+    engine), an asset of the Dagster project the release is part of (``asset``: its key, as ``a/b``
+    or as the list of its parts), or a table of the Spark session's catalog (``table``: ``name``,
+    ``db.name`` or ``catalog.db.name``, read by the Spark engine). Exactly one of ``path``,
+    ``asset`` and ``table`` is given (spec validation)."""
 
     path: str | None = None
     asset: str | list[str] | None = None
+    table: str | None = None
     separator: str | None = None
-    format: Literal["csv", "parquet"] | None = None
+    format: Literal["csv", "parquet", "delta"] | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # source.asset is optional in release spec v1: a file source dumps (and hashes) as before
-        return _drop_unset(handler(self), ("asset", "path"))
+        # source.asset and source.table are optional in release spec v1: a file source dumps
+        # (and hashes) as before
+        return _drop_unset(handler(self), ("asset", "path", "table"))
 
     @property
     def asset_key(self) -> tuple[str, ...] | None:
@@ -52,10 +57,22 @@ class SourceSpec(_Model):
         return tuple(self.asset.split("/")) if isinstance(self.asset, str) else tuple(self.asset)
 
     @property
+    def spark_only(self) -> str | None:
+        """The spec key of a source only the Spark engine reads (``source.table``, or
+        ``source.format`` for a Delta table), else None."""
+        if self.table is not None:
+            return "source.table"
+        return "source.format" if self.format == "delta" else None
+
+    @property
     def described(self) -> str:
-        """The source in words: ``the Dagster asset 'a/b'`` or its path."""
+        """The source in words: ``the Dagster asset 'a/b'``, ``the catalog table 'db.t'`` or its path."""
         key = self.asset_key
-        return f"the Dagster asset {'/'.join(key)!r}" if key is not None else str(self.path)
+        if key is not None:
+            return f"the Dagster asset {'/'.join(key)!r}"
+        if self.table is not None:
+            return f"the catalog table {self.table!r}"
+        return str(self.path)
 
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")

@@ -1,7 +1,8 @@
 """The spec keys that tie a release to the Dagster project it is part of, and their validation.
 
 - ``source.asset``: the key of an asset of the project whose value (a pandas DataFrame) is the
-  release's source, instead of a file at ``source.path``: exactly one of the two is given.
+  release's source, instead of a file at ``source.path`` or a catalog table at ``source.table``
+  (:mod:`.catalog`): exactly one of the three is given.
 - ``anonymization.synthetic.table: {asset: key}``: the key of an asset of the project whose
   value (a pandas DataFrame) is a synthetic release's table, the output of the user's generator.
 - ``publication.io_manager`` and ``publication.table``: a copy of each publication handed, as a
@@ -30,15 +31,22 @@ OWN_RESOURCES = ("io_manager", "keystore", "ledger")
 
 
 def source_problems(spec: Any) -> list[tuple[str, str]]:
-    """``(key, message)`` for a source that is not exactly one file or one asset, or an asset
-    key that Dagster would refuse."""
+    """``(key, message)`` for a source that is not exactly one file, one asset or one catalog
+    table, an asset key that Dagster would refuse, or a table name that is not one
+    (:func:`~.catalog.catalog_problems`)."""
+    from .catalog import catalog_problems
+
     source = spec.source
-    if source.path is not None and source.asset is not None:
-        return [("source.asset", "give source.path (a file) or source.asset (a Dagster asset), not both")]
-    if source.path is None and source.asset is None:
-        return [("source", "give source.path (a csv or parquet file) or source.asset (the key of a Dagster asset)")]
+    given = [key for key in ("path", "asset", "table") if getattr(source, key) is not None]
+    if len(given) > 1:
+        extra = "not both" if len(given) == 2 else "not all three"
+        return [(f"source.{given[-1]}", "give one of source.path (a file), source.asset (a Dagster asset) or "
+                                        f"source.table (a catalog table), {extra}")]
+    if not given:
+        return [("source", "give source.path (a csv or parquet file) or source.asset (the key of a Dagster asset), "
+                           "or source.table (a table of the Spark catalog)")]
     if source.asset is None:
-        return []
+        return catalog_problems(source)
     problems = asset_key_problems(spec, "source.asset", source.asset, source.asset_key or ())
     for key in ("separator", "format"):
         if getattr(source, key) is not None:
