@@ -37,6 +37,7 @@ from ..errors import UserError
 from ..io import plain_json
 from ..partitions import frame_rows, read_release_data
 from ..spec import ReleaseSpec, check_data
+from ..spec.catalog import pandas_refusal
 from . import gate
 from .anonymize_step import Anonymized, anonymize, reach_k_per_person
 from .evaluate_step import composition_assignment, declared_checks, describe_error, evaluate
@@ -59,8 +60,13 @@ class Ingested:
 def ingest(spec: ReleaseSpec, partition: str | None = None, input_path: str | None = None) -> Ingested:
     """The rows of ``partition`` (all rows when None) of ``input_path`` or the spec's source.
 
-    Raises a UserError naming the file and column for data that does not match the spec.
+    Raises a UserError naming the file and column for data that does not match the spec, and
+    for a source only the Spark engine reads (``source.table``, a Delta table) without
+    ``input_path``: the one line of :func:`~anon_dagster.spec.catalog.pandas_refusal`.
     """
+    refusal = pandas_refusal(spec) if input_path is None else None
+    if refusal is not None:
+        raise UserError(refusal)
     df, path = read_release_data(spec, partition, input_path)
     check_data(spec, df, source=path)
     return Ingested(df, str(path))
