@@ -50,9 +50,8 @@ from ..errors import DataError
 from ..hierarchies import Hierarchy
 from .breakdown import class_size_histogram
 from .classes import EquivalenceClasses
-from .closeness import t_closeness, total_variation
 from .kernel import group_keys
-from .measures import summarize_sensitive
+from .measures import sensitive_result, summarize_sensitive
 from .population_figures import as_list as _as_list
 from .population_figures import measure_population
 from .population_figures import per_attribute as _per_attribute
@@ -61,7 +60,7 @@ from .reidentification import (
     prosecutor_figures,
 )
 from .result import DEFAULT_RISK_THRESHOLD, RiskMeasures, SensitiveResult
-from .sensitive import Cells, CodedSensitive, code_sensitive, diversity, recursive_l
+from .sensitive import Cells, CodedSensitive, code_sensitive
 from .utility import QueryError, generic_utility, utility_query_error
 
 COUNT_COLUMN = "count"
@@ -145,30 +144,7 @@ def _sensitive(classes: EquivalenceClasses, coded: CodedSensitive, weights: np.n
     total = np.bincount(coded.codes.astype(np.int64), weights=weights, minlength=n_values)
     cells = Cells.from_counts(sizes, uniq // n_values, uniq % n_values, cnt.astype(np.int64), n_values,
                               np.rint(total).astype(np.int64))
-    div = diversity(sizes, cells)
-    t, distance = t_closeness(sizes, coded, cells)
-    tv = t if distance == "total_variation" else total_variation(sizes, cells)
-    rec = recursive_l(sizes, cells, recursive_c) if recursive_c is not None else None
-    disclosure: dict[str, Any] = {}
-    if attribute_disclosure:
-        import math
-
-        from scipy.sparse import csr_matrix
-
-        from .attribute import beta_likeness, delta_disclosure
-
-        rows = np.concatenate([cells.cls, cells.alone_cls])
-        cols = np.concatenate([cells.val, cells.alone_val])
-        data = np.concatenate([cells.cnt, np.ones(len(cells.alone_cls), dtype=np.int64)])
-        matrix = csr_matrix((data, (rows, cols)), shape=(classes.n_classes, n_values))
-        d = delta_disclosure(matrix)
-        b = beta_likeness(matrix)
-        disclosure = {
-            "delta_disclosure": d.delta,
-            "beta_likeness": b.basic,
-            "beta_likeness_enhanced": b.enhanced if math.isfinite(b.enhanced) else None,
-        }
-    return SensitiveResult(coded.name, div.l_distinct, div.entropy, t, distance, tv, rec, disclosure)
+    return sensitive_result(sizes, classes.n_classes, coded, cells, recursive_c, attribute_disclosure)
 
 
 def measure_frequencies(

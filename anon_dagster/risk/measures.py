@@ -262,11 +262,21 @@ def measure_risk(
 
 def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float | None,
                attribute_disclosure: bool) -> SensitiveResult:
-    cells = class_value_cells(ec, coded.codes, coded.n_values)
-    div = diversity(ec, cells)
-    t, distance = t_closeness(ec, coded, cells)
-    tv = t if distance == "total_variation" else total_variation(ec, cells)
-    rec = recursive_l(ec, cells, recursive_c) if recursive_c is not None else None
+    return sensitive_result(ec, ec.n_classes, coded, class_value_cells(ec, coded.codes, coded.n_values),
+                            recursive_c, attribute_disclosure)
+
+
+def sensitive_result(classes: Any, n_classes: int, coded: CodedSensitive, cells: Any, recursive_c: float | None,
+                     attribute_disclosure: bool) -> SensitiveResult:
+    """One sensitive attribute's per-class figures from its (class, value) ``cells``: distinct
+    values and entropy, t and the distance it uses, total variation, recursive (c,l) and, with
+    ``attribute_disclosure``, delta-disclosure and beta-likeness. ``classes`` gives the class
+    sizes (:class:`EquivalenceClasses` or their sizes): the rows' and the frequency table's path
+    share this one computation."""
+    div = diversity(classes, cells)
+    t, distance = t_closeness(classes, coded, cells)
+    tv = t if distance == "total_variation" else total_variation(classes, cells)
+    rec = recursive_l(classes, cells, recursive_c) if recursive_c is not None else None
     disclosure: dict[str, Any] = {}
     if attribute_disclosure:
         from scipy.sparse import csr_matrix
@@ -276,7 +286,7 @@ def _sensitive(ec: EquivalenceClasses, coded: CodedSensitive, recursive_c: float
         rows = np.concatenate([cells.cls, cells.alone_cls])
         cols = np.concatenate([cells.val, cells.alone_val])
         data = np.concatenate([cells.cnt, np.ones(len(cells.alone_cls), dtype=np.int64)])
-        matrix = csr_matrix((data, (rows, cols)), shape=(ec.n_classes, coded.n_values))
+        matrix = csr_matrix((data, (rows, cols)), shape=(n_classes, coded.n_values))
         d = delta_disclosure(matrix)
         b = beta_likeness(matrix)
         disclosure = {
