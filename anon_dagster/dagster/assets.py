@@ -1,39 +1,28 @@
 """From a release spec to Dagster definitions: the assets ``<release>/raw -> pseudonymized ->
-anonymized -> published``, their checks, job, schedule and sensors. Each body calls the core
-(:mod:`anon_dagster.release.pipeline`, :mod:`~anon_dagster.release.publish_step`), which decides
-everything (docs/dagster.md)."""
+anonymized -> published``, their checks, job, schedule and sensors; each body calls the core,
+which decides everything (docs/dagster.md)."""
 
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 
-from ..release import gate, pipeline, publication, publish_step
+from ..release import gate, pipeline, publication, publish_step, shown_outcomes
+from ..release import published_table as table_target
 from ..release.freshness import judge_freshness
 from ..release.ledger import Ledger
-from ..release.publication import reports_folder
-from ..release.shown_outcomes import (
-    anonymized_entries,
-    check_shown,
-    freshness_shown,
-    ingested_entries,
-    pseudonymized_entries,
-    publication_shown,
-)
+from ..release.release_names import SOURCE_INPUT, SYNTHETIC_INPUT, project_inputs
 from ..spec import ReleaseSpec
 from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
 from .alerts import RefusalAlertResource, refusal_alert_from_env
 from .approval import approval_sensor
-from .metadata import as_metadata, check_result
+from .metadata import as_metadata, check_result, event_values
 from .partitions import partitions_def_for
 from .sensors import freshness_sensor, source_sensor
-from .table_target import table_assets
 from .translator import ReleaseTranslator, asset_attributes
-from .upstream import ingest_source, source_ins, synthetic_ins, synthetic_table
 
 
 @dataclass
@@ -72,9 +61,54 @@ def storage_folders(context: dg.AssetExecutionContext) -> list[str]:
     return [context.instance.storage_directory(), *([base] if base else [])]
 
 
-def with_rows(entries: dict[str, Any], rows: int, whole: Path | None = None) -> dict[str, Any]:
-    """A step's entries as metadata (fitted), then Dagster's ``dagster/row_count``."""
-    return {**as_metadata(entries, whole=whole), "dagster/row_count": dg.MetadataValue.int(int(rows))}
+def project_ins(spec: ReleaseSpec, step: str) -> dict[str, dg.AssetIn]:
+    """The step's inputs from assets of the user's project (``source.asset``, a synthetic table's
+    ``asset``), each loaded by that asset's own IO manager, partitions mapped as Dagster infers them."""
+    return {name: dg.AssetIn(key=dg.AssetKey(path)) for name, path in project_inputs(spec, step).items()}
+
+
+def upstream_partitioned(context: dg.AssetExecutionContext, name: str = SOURCE_INPUT) -> bool:
+    """Whether the upstream asset of input ``name`` is partitioned (its partition is then the table's own)."""
+    try:
+        return context.asset_partitions_def_for_input(name) is not None
+    except dg.DagsterInvariantViolationError:  # Dagster's answer for an unpartitioned upstream asset
+        return False
+
+
+def latest_outcome(context: dg.AssetExecutionContext, published: dg.AssetKey, partition: str | None) -> dict[str, Any]:
+    """The metadata of the published asset's latest materialization of ``partition`` (empty: none)."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=published, asset_partitions=[partition] if partition else None), limit=1)
+    event = records.records[0].asset_materialization if records.records else None
+    return event_values(event.metadata if event else {})
+
+
+def table_assets(spec: ReleaseSpec, t: ReleaseTranslator,
+                 pdef: dg.PartitionsDefinition | None) -> list[dg.AssetsDefinition]:
+    """The asset ``<release>/<table>`` handing the publication to an IO manager of the user's project,
+    downstream of ``<release>/published`` (:func:`~anon_dagster.release.published_table.table_of_record`);
+    none without ``publication.table``."""
+    path = table_target.table_path(spec)
+    if path is None:
+        return []
+    published = t.asset_key(spec, "published")
+
+    @dg.asset(**{**asset_attributes(t, spec, "published", pdef), "key": dg.AssetKey(path), "kinds": {"pandas", "table"},
+              "metadata": table_target.table_definition_metadata(spec, pdef is not None),
+              "description": table_target.table_description(spec)},
+           deps=[published], io_manager_key=spec.publication.io_manager, required_resource_keys={"ledger", "keystore"})
+    def published_table(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        partition = partition_of(context)
+        try:
+            table, entry = table_target.table_of_record(spec, lambda: run_ledger(context), partition,
+                                           latest_outcome(context, published, partition), published.to_user_string())
+        except table_target.TableRefused as exc:
+            raise dg.Failure(description=str(exc)) from None
+        context.add_output_metadata(as_metadata({"ledger_entry": entry.id, "data_hash": entry.data_hash},
+                                                rows=len(table)))
+        return table
+
+    return [published_table]
 
 
 def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
@@ -87,12 +121,14 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     key = {step: t.asset_key(spec, step) for step in ("raw", "pseudonymized", "anonymized", "published")}
     upstream = {step: dg.AssetIn(key=key[step]) for step in ("anonymized", "pseudonymized", "raw")}
 
-    @dg.asset(**asset_attributes(t, spec, "raw", pdef), ins=source_ins(spec), required_resource_keys={"keystore"})
+    @dg.asset(**asset_attributes(t, spec, "raw", pdef), ins=project_ins(spec, "raw"),
+              required_resource_keys={"keystore"})
     def raw(context: dg.AssetExecutionContext, **source: Any) -> pd.DataFrame:  # source: an upstream asset's value
         if pipeline.needs_keystore(spec):  # opened first: a key store unfit for use fails the run before any write
             pipeline.check_keystore(spec, context.resources.keystore.open())
-        ingested = ingest_source(context, spec, partition_of(context), source)
-        context.add_output_metadata(with_rows(ingested_entries(ingested), len(ingested.data)))
+        ingested = pipeline.ingest_source(spec, partition_of(context), source.get(SOURCE_INPUT),
+                                          table_partitioned=lambda: upstream_partitioned(context))
+        context.add_output_metadata(as_metadata(shown_outcomes.ingested_entries(ingested), rows=len(ingested.data)))
         return ingested.data
 
     @dg.asset(**asset_attributes(t, spec, "pseudonymized", pdef), ins={"raw": upstream["raw"]},
@@ -100,18 +136,20 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     def pseudonymized(context: dg.AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
         store = context.resources.keystore.open() if pipeline.needs_keystore(spec) else None
         result = pipeline.pseudonymize(spec, raw, store, partition=partition_of(context))
-        context.add_output_metadata(with_rows(pseudonymized_entries(result), len(result.data)))
+        context.add_output_metadata(as_metadata(shown_outcomes.pseudonymized_entries(result), rows=len(result.data)))
         return result.data
 
     @dg.asset(**asset_attributes(t, spec, "anonymized", pdef), ins={"pseudonymized": upstream["pseudonymized"],
-                                                                  **synthetic_ins(spec)})
+                                                                  **project_ins(spec, "anonymized")})
     def anonymized(context: dg.AssetExecutionContext, pseudonymized: pd.DataFrame, **supplied: Any) -> pd.DataFrame:
-        result = pipeline.anonymize(spec, pseudonymized, synthetic_table=synthetic_table(supplied))
+        result = pipeline.anonymize(spec, pseudonymized, synthetic_table=supplied.get(SYNTHETIC_INPUT))
         # the record places the population into these classes in the checks and the publication
-        record_file = publication.write_record(result.record, reports_folder(spec, reports_dir, partition_of(context)))
+        reports = publication.reports_folder(spec, reports_dir, partition_of(context))
+        record_file = publication.write_record(result.record, reports)
         if result.unreachable:
             context.log.warning(f"{spec.release} {partition_of(context) or ''}: {result.unreachable}")
-        context.add_output_metadata(with_rows(anonymized_entries(result, record_file), len(result.data), record_file))
+        context.add_output_metadata(as_metadata(shown_outcomes.anonymized_entries(result, record_file), record_file,
+                                                rows=len(result.data)))
         return gate.attach_record(result.data, result.record)
 
     # before the publication step among the steps ready together (in-process executor: in that order)
@@ -129,7 +167,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         if step.problem:
             context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
         for result in step.evaluation.checks:  # a refused evaluation's report linked from each failed check
-            shown = check_shown(result, step.evaluation, step.report)
+            shown = shown_outcomes.check_shown(result, step.evaluation, step.report)
             yield check_result(shown, whole=shown.metadata.get("report"), asset_key=key["anonymized"],
                                check_name=result.name)
 
@@ -162,19 +200,15 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
             raise dg.Failure(description=str(exc)) from None
         if step.refused and step.problem:
             context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
-        shown = publication_shown(step, context.run.run_id)
+        shown = shown_outcomes.publication_shown(step, context.run.run_id)
         if shown.info:
             context.log.info(shown.info)
         if shown.refusal is not None and (problem := context.resources.refusal_alert.send(shown.refusal)):
             context.log.warning(f"the refusal alert was not delivered: {problem}")
-        extra = {} if step.published is None else {  # the published columns, typed by the table written
-            "dagster/row_count": dg.MetadataValue.int(int(step.published.published.rows)),
-            "dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(c, kind)
-                                                             for c, kind in step.columns or []])}
         return dg.MaterializeResult(
-            metadata=as_metadata({**shown.metadata, **extra}, whole=step.report),
+            metadata=as_metadata(shown.metadata, whole=step.report, rows=shown.rows, columns=shown.columns),
             check_results=[check_result(shown.check, whole=step.report, check_name=t.publication_check_name(spec)),
-                           check_result(freshness_shown(judge_freshness(spec, ledger)),
+                           check_result(shown_outcomes.freshness_shown(judge_freshness(spec, ledger)),
                                         check_name=t.freshness_check_name(spec))])
 
     # one process per run (the steps share it) rather than one per step: what a UI run costs
@@ -190,4 +224,5 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                               [release_checks], job, schedule, pdef, sensors)
 
 
-__all__ = ["ReleaseDefinitions", "build_release", "partition_of"]
+__all__ = ["ReleaseDefinitions", "build_release", "latest_outcome", "partition_of", "project_ins", "table_assets",
+           "upstream_partitioned"]

@@ -3,22 +3,49 @@ its scaffolder; which files are specs and which build: :mod:`anon_dagster.spec.d
 (docs/dagster.md)."""
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from ..release.run_storage import private_dagster_home
-from ..spec.broken import group_names, warning_line
+from ..spec import broken as spec_broken
 from ..spec.discovery import CONFIG_ENV, build_each, find_spec_files, spec_location
 from ..spec.loading import SpecFile
 from ..spec.starter import scaffold
 from .assets import ReleaseDefinitions, build_release
-from .broken_specs import build_broken_spec
 from .io_manager import AnonParquetIOManager
 from .resources import LedgerResource, keystore_from_env
 from .retention import retention_schedule
 from .translator import ReleaseTranslator
 
 log = dg.get_dagster_logger("anon_dagster")
+
+
+def shared_resources(storage_dir: str | None = None, ledger_path: str | None = None) -> dict[str, Any]:
+    """The resources every release shares: the key store (by reference), the IO manager, the ledger."""
+    keystore = keystore_from_env()
+    return {"keystore": keystore, "io_manager": AnonParquetIOManager(base_dir=storage_dir, keystore=keystore),
+            "ledger": LedgerResource(path=ledger_path)}
+
+
+def broken_spec_definitions(broken: SpecFile, name: str) -> dg.Definitions:
+    """The asset ``<name>/spec`` of a broken spec file and its failing blocking check ``spec_valid``
+    (names and messages: :mod:`anon_dagster.spec.broken`)."""
+    message = spec_broken.broken_message(broken)
+    key = dg.AssetKey([name, spec_broken.SPEC_STEP])
+    metadata = {"spec": dg.MetadataValue.path(str(broken.path)),
+                "problems": dg.MetadataValue.md(spec_broken.problems_markdown(broken))}
+
+    @dg.asset(key=key, group_name=name, description=message, metadata=metadata, kinds={"yaml"})
+    def spec(context: dg.AssetExecutionContext) -> None:
+        raise dg.Failure(description=message, allow_retries=False)
+
+    @dg.asset_check(asset=key, name=spec_broken.SPEC_CHECK, blocking=True, description=message)
+    def spec_valid(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR, description=message,
+                                metadata=metadata)
+
+    return dg.Definitions(assets=[spec], asset_checks=[spec_valid])
 
 
 class AnonReleaseScaffolder(dg.Scaffolder):
@@ -60,11 +87,12 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
 
     def releases(self, base: Path, translator: ReleaseTranslator | None = None) -> list[ReleaseDefinitions]:
         """Every valid spec built into a release (broken specs left out)."""
-        return self._build(self.spec_files(base), translator or self.get_translator())[0]
+        return self._build(base, translator)[0]
 
-    def _build(self, files: list[SpecFile], t: ReleaseTranslator) -> tuple[list[ReleaseDefinitions], list[SpecFile]]:
-        return build_each(files, lambda spec: build_release(spec, reports_dir=self.reports_dir,
-                                                            automate=self.automate, translator=t))
+    def _build(self, base: Path, t: ReleaseTranslator | None) -> tuple[list[ReleaseDefinitions], list[SpecFile]]:
+        t = t or self.get_translator()
+        return build_each(self.spec_files(base), lambda spec: build_release(
+            spec, reports_dir=self.reports_dir, automate=self.automate, translator=t))
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         return self.build_definitions(Path(context.path))
@@ -74,31 +102,19 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
         """The Definitions of every release with the resources they share, and a group
         ``<name>/spec`` for each broken spec; ``$DAGSTER_HOME`` is made owner-only first."""
         private_dagster_home()
-        t = translator or self.get_translator()
-        releases, broken = self._build(self.spec_files(base or Path.cwd()), t)
-        taken = {t.group_name(r.spec) for r in releases} | {r.spec.release for r in releases}
-        placeholders = []
-        for f, name in zip(broken, group_names(broken, taken), strict=True):
-            log.warning(warning_line(f))
-            placeholders.append(build_broken_spec(f, name))
-        keystore = keystore_from_env()
+        releases, broken = self._build(base or Path.cwd(), translator)
+        taken = {r.translator.group_name(r.spec) for r in releases} | {r.spec.release for r in releases}
+        for f in broken:
+            log.warning(spec_broken.warning_line(f))
+        placeholders = [broken_spec_definitions(f, name)
+                        for f, name in zip(broken, spec_broken.group_names(broken, taken), strict=True)]
         specs = [r.spec for r in releases]
         retention = [retention_schedule(specs, base_dir=self.storage_dir, ledger_path=self.ledger_path)] \
             if any(s.retention is not None for s in specs) else []
-        return dg.Definitions(
-            assets=[a for r in releases for a in r.assets] + [p[0] for p in placeholders],
-            asset_checks=[c for r in releases for c in r.checks] + [p[1] for p in placeholders],
-            jobs=[r.job for r in releases],
-            schedules=[r.schedule for r in releases if r.schedule is not None] + retention,
-            sensors=[s for r in releases for s in r.sensors],
-            # every run in one process: a step pays no process start-up, its tables stay here
-            executor=dg.in_process_executor,
-            resources={
-                "keystore": keystore,
-                "io_manager": AnonParquetIOManager(base_dir=self.storage_dir, keystore=keystore),
-                "ledger": LedgerResource(path=self.ledger_path),
-            },
-        )
+        # every run in one process: a step pays no process start-up, its tables stay here
+        shared = dg.Definitions(schedules=retention, executor=dg.in_process_executor,
+                                resources=shared_resources(self.storage_dir, self.ledger_path))
+        return dg.Definitions.merge(*(r.definitions() for r in releases), *placeholders, shared)
 
 
 def load_release_definitions(config_dir: str | Path | None = None, *, translator: ReleaseTranslator | None = None,
@@ -108,4 +124,5 @@ def load_release_definitions(config_dir: str | Path | None = None, *, translator
     return component.build_definitions(Path.cwd(), translator)
 
 
-__all__ = ["CONFIG_ENV", "AnonReleaseComponent", "AnonReleaseScaffolder", "load_release_definitions"]
+__all__ = ["CONFIG_ENV", "AnonReleaseComponent", "AnonReleaseScaffolder", "broken_spec_definitions",
+           "load_release_definitions", "shared_resources"]

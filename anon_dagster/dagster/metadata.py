@@ -80,15 +80,26 @@ def fit(metadata: dict[str, Any], limit: int = MAX_METADATA_BYTES, whole: Path |
     return fit_entries(metadata, _size, cut, limit)
 
 
-def as_metadata(values: Mapping[str, Any], whole: Path | str | None = None) -> dict[str, Any]:
+def as_metadata(values: Mapping[str, Any], whole: Path | str | None = None, *, rows: int | None = None,
+                columns: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Named plain values as metadata (:func:`metadata_value` each; a table's note as
-    ``<name>_note``), fitted to :data:`MAX_METADATA_BYTES` (:func:`fit`)."""
+    ``<name>_note``), then ``rows`` and ``columns`` (name, dtype) as Dagster's ``dagster/row_count``
+    and ``dagster/column_schema``, fitted to :data:`MAX_METADATA_BYTES` (:func:`fit`)."""
     out: dict[str, Any] = {}
     for name, value in values.items():
         out[name] = metadata_value(value)
         if isinstance(value, EvidenceTable) and value.note:
             out[f"{name}_note"] = dg.MetadataValue.text(value.note)
+    if rows is not None:
+        out["dagster/row_count"] = dg.MetadataValue.int(int(rows))
+    if columns is not None:
+        out["dagster/column_schema"] = dg.TableSchema(columns=[dg.TableColumn(c, kind) for c, kind in columns])
     return fit(out, whole=whole)
+
+
+def event_values(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The plain values of an event's metadata (each :class:`~dagster.MetadataValue`'s ``value``)."""
+    return {k: getattr(v, "value", v) for k, v in metadata.items()}
 
 
 def check_metadata(result: CheckResult, evaluation: Evaluation, report: Path | None = None) -> dict[str, Any]:
@@ -109,5 +120,5 @@ def check_result(shown: ShownCheck, whole: Path | str | None = None, of: type = 
               metadata=as_metadata(shown.metadata, whole=whole), **key)
 
 
-__all__ = ["MAX_METADATA_BYTES", "anonymized_metadata", "as_metadata", "check_metadata", "check_result", "fit",
+__all__ = ["MAX_METADATA_BYTES", "anonymized_metadata", "as_metadata", "check_metadata", "check_result", "event_values", "fit",
            "metadata_bytes", "metadata_value", "record_summary"]

@@ -7,7 +7,8 @@ step computed: :func:`evaluate` builds the published view's equivalence classes 
 them to every figure (risk, class sizes, small classes, composition).
 
 - :func:`ingest` reads the partition's rows of the spec's source and checks them against the spec
-  (:func:`ingest_frame`: of a table given as a DataFrame, a Dagster asset's);
+  (:func:`ingest_frame`: of a table given as a DataFrame, a Dagster asset's; :func:`ingest_source`
+  either, as the spec's source says);
 - :func:`pseudonymize` replaces identifiers by keyed pseudonyms (or drops them) and, when the
   spec composes releases, adds the ledger's linkage pseudonym (never published);
 - :func:`anonymize` generalizes and suppresses as the spec declares; a policy no transformation
@@ -27,6 +28,7 @@ importable from here).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +90,17 @@ def ingest_frame(spec: ReleaseSpec, data: object, partition: str | None = None, 
     df = frame_rows(spec, data, partition, source, one_partition=one_partition)
     check_data(spec, df, source=source)
     return Ingested(df, source)
+
+
+def ingest_source(spec: ReleaseSpec, partition: str | None, table: object = None, *,
+                  table_partitioned: Callable[[], bool] = lambda: False) -> Ingested:
+    """The partition's rows of the release's source: :func:`ingest` of its file or, for
+    ``source.asset``, :func:`ingest_frame` of ``table`` (that asset's value);
+    ``table_partitioned()``: whether that asset is partitioned (its partition the table's own)."""
+    if spec.source.asset_key is None:
+        return ingest(spec, partition)
+    return ingest_frame(spec, table, partition, source=spec.source.described,
+                        one_partition=partition is not None and table_partitioned())
 
 
 def needs_keystore(spec: ReleaseSpec) -> bool:
@@ -180,7 +193,8 @@ def run_gate(spec: ReleaseSpec, *, partition: str | None = None, input_path: str
 
 
 __all__ = [
-    "LINKAGE_PURPOSE", "Anonymized", "DeclaredCheck", "GateRun", "Ingested", "Pseudonymized", "anonymize", "check_keystore",
-    "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest", "ingest_frame", "linkage_column", "needs_keystore",
-    "pseudonymize", "reach_k_per_person", "run_gate",
+    "LINKAGE_PURPOSE", "Anonymized", "DeclaredCheck", "GateRun", "Ingested", "Pseudonymized", "anonymize",
+    "check_keystore", "composition_assignment", "declared_checks", "describe_error", "evaluate", "ingest",
+    "ingest_frame", "ingest_source", "linkage_column", "needs_keystore", "pseudonymize", "reach_k_per_person",
+    "run_gate",
 ]

@@ -46,12 +46,15 @@ class ShownCheck:
 @dataclass(frozen=True)
 class ShownPublication:
     """The published step's event: its ``metadata``, its ``publication`` check, the line logged
-    (``info``) and, for a refusal, the :class:`~.alerts.Refusal` an alert sends."""
+    (``info``), for a refusal the :class:`~.alerts.Refusal` an alert sends and, for a publication,
+    the published ``rows`` and ``columns`` (name, dtype of the table written)."""
 
     metadata: dict[str, Any]
     check: ShownCheck
     info: str | None = None
     refusal: Refusal | None = None
+    rows: int | None = None
+    columns: list[tuple[str, str]] | None = None
 
 
 def _report(report: Path | None) -> dict[str, Any]:
@@ -102,7 +105,8 @@ def publication_shown(step: PublicationStep, run_id: str | None) -> ShownPublica
     evaluation = step.evaluation.id
     if step.published is not None:
         return ShownPublication({OUTCOME_KEY: "published", **step.published.figures()},
-                                ShownCheck(True, "error", f"published: evaluation {evaluation}", {"evaluation": evaluation}))
+                                ShownCheck(True, "error", f"published: evaluation {evaluation}", {"evaluation": evaluation}),
+                                rows=int(step.published.published.rows), columns=list(step.columns or []))
     if step.outcome == AWAITING:
         waiting = step.awaiting
         assert waiting is not None  # the AWAITING outcome carries it

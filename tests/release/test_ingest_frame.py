@@ -88,3 +88,16 @@ def test_outside_dagster_the_asset_source_needs_an_input(tmp_path):
     table().to_csv(tmp_path / "given.csv", index=False)
     assert pipeline.ingest(spec, "2024", str(tmp_path / "given.csv")).data["pid"].tolist() == [
         "12345678901234567890", "42"]
+
+
+def test_the_source_is_the_file_or_the_asset_value_the_asset_partitioned_or_not(tmp_path):
+    table().to_parquet(tmp_path / "visits.parquet", index=False)
+    from_file = pipeline.ingest_source(spec_in(tmp_path, {"path": "visits.parquet"}), "2024", table_partitioned=None)
+    assert len(from_file.data) == 2  # the file's 2024 rows; the (absent) asset never asked about
+    spec = spec_in(tmp_path, {"asset": "warehouse/visits"})
+    assert len(pipeline.ingest_source(spec, "2024", table(), table_partitioned=lambda: False).data) == 2
+    with pytest.raises(DataError, match="2 rows fall outside partition '2024'"):
+        pipeline.ingest_source(spec, "2024", table(), table_partitioned=lambda: True)
+    asked = []  # a whole release (no partition) never asks whether the asset is partitioned
+    assert len(pipeline.ingest_source(spec, None, table(), table_partitioned=lambda: asked.append(1) or True).data) == 4
+    assert asked == []

@@ -11,6 +11,7 @@ import yaml
 from anon_dagster.release import evaluation_memo, gate, pipeline, publication
 from anon_dagster.release import publish_step as steps
 from anon_dagster.release.governance import RUNNER_ENV, decide
+from anon_dagster.release.shown_outcomes import publication_shown
 from anon_dagster.release.targets import target_of
 from anon_dagster.spec import load_spec
 from tests.support.ledgers import fixed_keystore, new_ledger
@@ -60,6 +61,8 @@ def test_a_complete_check_is_taken_up_and_published(tmp_path, evaluated):
     written = pd.read_parquet(target_of(spec, "2023").path)
     assert outcome.published.published.rows == len(written) and outcome.report == outcome.published.published.report_path
     assert outcome.columns == [(c, str(written[c].dtype)) for c in written.columns]
+    shown = publication_shown(outcome, "run-1")  # the event carries the table written, as written
+    assert (shown.rows, shown.columns) == (len(written), outcome.columns)
 
 
 def test_a_selection_of_checks_is_neither_kept_nor_taken_up(tmp_path, evaluated):
@@ -76,6 +79,7 @@ def test_a_refusal_writes_nothing_and_keeps_its_evidence(tmp_path, evaluated):
     spec, keystore, ledger, tables = stored(tmp_path, thresholds={"k": 2, "prosecutor_max": 0.01})
     outcome = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
     assert outcome.refused and outcome.published is None and outcome.columns is None
+    assert publication_shown(outcome, "run-1").rows is None and publication_shown(outcome, "run-1").columns is None
     assert not target_of(spec, "2023").path.exists()
     refusal = outcome.refusal("run-1")
     failed = [c.name for c in outcome.evaluation.checks if not c.passed]
