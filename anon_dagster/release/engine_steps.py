@@ -1,0 +1,306 @@
+"""The release's stored steps on the engine the deployment chooses, the spec unchanged.
+
+An orchestrator that stores each step's output between runs (the Dagster assets ``raw ->
+pseudonymized -> anonymized -> checks -> published``) calls one function per step with the
+engine (:mod:`anon_dagster.engine`):
+
+- on the pandas engine (the default and the reference) each function is today's code path:
+  the step hands on a pandas DataFrame (:mod:`.pipeline`, :mod:`.publish_step`);
+- on the Spark engine the rows stay on Spark: each of the first three steps writes its table as
+  a parquet folder under the release's storage folder (:func:`~.step_storage.spark_folder`,
+  owner-only) and hands on a :class:`~.stored_table.StoredTable` (the folder and its digest),
+  which the next step verifies and reads back with Spark. The checks are the Spark engine's
+  evaluation (:func:`anon_dagster.engine.spark_gate.evaluate`), shown as on pandas
+  (:mod:`.shown_outcomes`); the publication step evaluates the gate again from the stored
+  tables (or takes up the checks' evaluation of the very same tables, :mod:`.evaluation_memo`,
+  keyed by the stored digests) and publishes a passing evaluation through the publication
+  protocol (:func:`~.publication.publish_release`): the published rows are read to the driver
+  as pandas for the file of record, within the engine's ``max_driver_cells`` (refused beyond it
+  in one line naming the size, nothing written).
+
+What the Spark engine refuses here, in one line each (:class:`~anon_dagster.engine.UnsupportedOnEngine`):
+a source or a synthetic table given by a Dagster asset (its rows are a pandas value) and
+``publication.mode: aggregates``; with everything the engine refuses anyway (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..spec import ReleaseSpec
+from . import evaluation_memo, gate, pipeline, publication
+from .evaluation import Evaluation
+from .governance import AwaitingApproval
+from .ledger import Ledger
+from .population_order import population_lock
+from .publication import (
+    PublicationRefused,
+    keep_evaluation,
+    kept_report,
+    publish_release,
+    reports_folder,
+)
+from .publish_step import (
+    Awaiting,
+    CheckStep,
+    PublicationStep,
+    check_step,
+    publication_step,
+    published_columns,
+)
+from .shown_outcomes import anonymized_entries, ingested_entries, pseudonymized_entries
+from .step_storage import spark_folder
+from .stored_table import StoredTable
+
+
+@dataclass
+class StepOutput:
+    """What a step hands on and shows: ``value`` (a pandas DataFrame on the pandas engine, a
+    :class:`~.stored_table.StoredTable` on Spark), its ``entries`` (:mod:`.shown_outcomes`) and
+    ``rows``; the anonymized step's ``record_file`` and its ``warning`` (an unreachable policy)."""
+
+    value: Any
+    entries: dict[str, Any]
+    rows: int
+    record_file: Path | None = None
+    warning: str | None = None
+
+
+def on_spark(engine: Any) -> bool:
+    """Whether ``engine`` is the Spark engine (anything else runs the pandas pipeline)."""
+    return getattr(engine, "name", "pandas") == "spark"
+
+
+class _Counted:
+    """A table's size as the entries of :mod:`.shown_outcomes` read it (``len`` and ``columns``)."""
+
+    def __init__(self, rows: int, columns: Sequence[str]):
+        self.rows, self.columns = int(rows), list(columns)
+
+    def __len__(self) -> int:
+        return self.rows
+
+
+@dataclass
+class _Shown:
+    """A Spark step's result in the shape :mod:`.shown_outcomes` reads."""
+
+    data: _Counted
+    source: str = ""
+    summary: dict[str, Any] | None = None
+    record: Any = None
+    suppressed: int = 0
+    unreachable: str | None = None
+
+
+def _store(df: Any, storage: Path, spec: ReleaseSpec, step: str, partition: str | None, **extra: Any) -> StoredTable:
+    from ..engine.spark_store import store_table
+
+    return store_table(df, spark_folder(storage, spec.release, step, partition, uuid.uuid4().hex), storage, **extra)
+
+
+def _load(engine: Any, stored: Any, what: str) -> Any:
+    from ..engine.spark_store import load_table
+    from ..errors import DataError
+
+    if not isinstance(stored, StoredTable):
+        raise DataError(f"the {what} table was stored by the pandas engine: materialize it again on the Spark engine")
+    return load_table(engine, stored)
+
+
+def _published(stored: StoredTable) -> list[str]:
+    """The stored table's columns but the engine's internal ones (as the pandas table has them)."""
+    from ..engine.spark_frames import internal
+
+    return [c for c in stored.columns if not internal(c)]
+
+
+def _refuse(feature: str, hint: str) -> None:
+    from ..engine.base import UnsupportedOnEngine
+
+    raise UnsupportedOnEngine(feature, hint=hint)
+
+
+# ----- raw, pseudonymized, anonymized ----------------------------------------------------------
+def raw_step(engine: Any, spec: ReleaseSpec, partition: str | None, *, ingest: Callable[[], pipeline.Ingested],
+             keystore: Callable[[], Any], storage: Callable[[], Path]) -> StepOutput:
+    """The partition's rows of the source, checked against the spec: ``ingest()`` on the pandas
+    engine (the file, or a Dagster asset's value), the engine's own ingest on Spark. The key store
+    (``keystore()``) is opened first when the release needs one: a key store unfit for use fails
+    before any write. ``storage()`` is the release's storage folder (Spark only)."""
+    if pipeline.needs_keystore(spec):
+        pipeline.check_keystore(spec, keystore())
+    if not on_spark(engine):
+        ingested = ingest()
+        return StepOutput(ingested.data, ingested_entries(ingested), len(ingested.data))
+    if spec.source.asset_key is not None:
+        _refuse(f"source.asset ({spec.source.described})", "a source from a Dagster asset is a pandas value: "
+                "use a parquet source file, or the pandas engine")
+    got = engine.ingest(spec, partition)
+    stored = _store(got.df, storage(), spec, "raw", partition)
+    return StepOutput(stored, ingested_entries(_Shown(_Counted(stored.rows, _published(stored)), got.source)),
+                      stored.rows)
+
+
+def pseudonymized_step(engine: Any, spec: ReleaseSpec, raw: Any, *, keystore: Callable[[], Any],
+                       partition: str | None, storage: Callable[[], Path]) -> StepOutput:
+    """Identifiers pseudonymized (or dropped) as :func:`~.pipeline.pseudonymize` says, on the engine."""
+    store = keystore() if pipeline.needs_keystore(spec) else None
+    if not on_spark(engine):
+        result = pipeline.pseudonymize(spec, raw, store, partition=partition)
+        return StepOutput(result.data, pseudonymized_entries(result), len(result.data))
+    from ..engine.spark_results import SparkIngested
+
+    pseudo = engine.pseudonymize(spec, SparkIngested(_load(engine, raw, "raw"), raw.location), store,
+                                 partition=partition)
+    stored = _store(pseudo.df, storage(), spec, "pseudonymized", partition)
+    summary = pseudo.summary if spec.pseudonymized else {}  # as the pandas pipeline summarizes
+    return StepOutput(stored, pseudonymized_entries(_Shown(_Counted(stored.rows, _published(stored)),
+                                                           summary=summary)), stored.rows)
+
+
+def anonymized_step(engine: Any, spec: ReleaseSpec, pseudonymized: Any, *, partition: str | None,
+                    reports_dir: str | None, storage: Callable[[], Path],
+                    synthetic_table: pd.DataFrame | None = None) -> StepOutput:
+    """The spec's anonymization (:func:`~.pipeline.anonymize`, an unreachable policy relaxed as
+    there) on the engine; its record is written to the partition's report folder, and the table
+    carries it to the checks and the publication (the pandas table in its ``attrs``, the stored
+    one in its value)."""
+    reports = reports_folder(spec, reports_dir, partition)
+    if not on_spark(engine):
+        result = pipeline.anonymize(spec, pseudonymized, synthetic_table=synthetic_table)
+        record_file = publication.write_record(result.record, reports)
+        return StepOutput(gate.attach_record(result.data, result.record), anonymized_entries(result, record_file),
+                          len(result.data), record_file, result.unreachable)
+    if synthetic_table is not None:
+        _refuse("anonymization.synthetic.table from a Dagster asset", "use the pandas engine")
+    from ..engine.spark_results import SparkPseudonymized
+
+    result = engine.anonymize(spec, SparkPseudonymized(_load(engine, pseudonymized, "pseudonymized")))
+    record_file = publication.write_record(result.record, reports)
+    stored = _store(result.df, storage(), spec, "anonymized", partition, record=result.record.to_json(),
+                    categories=result.categories)
+    shown = _Shown(_Counted(stored.rows, _published(stored)), record=result.record, suppressed=result.suppressed,
+                   unreachable=result.unreachable)
+    return StepOutput(stored, anonymized_entries(shown, record_file), stored.rows, record_file, result.unreachable)
+
+
+# ----- the checks and the publication ----------------------------------------------------------
+def _spark_evaluation(engine: Any, spec: ReleaseSpec, anonymized: StoredTable, pseudonymized: Any, raw: Any,
+                      ledger: Ledger | None, partition: str | None, only: set[str] | None) -> Evaluation:
+    """The Spark engine's evaluation of the stored tables, with the record the anonymized one carries."""
+    from ..anonymize.record import TransformationRecord
+    from ..engine.spark_gate import evaluate
+    from ..engine.spark_results import SparkAnonymized
+    from ..errors import DataError
+
+    try:
+        record = TransformationRecord.from_json(anonymized.record) if anonymized.record is not None else None
+    except (ValueError, DataError):  # no record: the checks that need it fail and say why
+        record = None
+    table = SparkAnonymized(_load(engine, anonymized, "anonymized"), record, 0, categories=dict(anonymized.categories))
+    return evaluate(engine, spec, table, original=_load(engine, pseudonymized, "pseudonymized"),
+                    raw=_load(engine, raw, "raw"), ledger=ledger, partition=partition, only=only)
+
+
+def _digests(anonymized: Any, pseudonymized: Any, raw: Any) -> tuple[str, ...]:
+    return tuple(t.digest for t in (anonymized, pseudonymized, raw))
+
+
+def checks_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any, ledger: Ledger,
+                partition: str | None, only: set[str], declared: Collection[str],
+                reports_dir: str | None = None) -> CheckStep:
+    """:func:`~.publish_step.check_step` on the engine: the same checks (names, severities,
+    verdicts), remembered for the publication step and their evidence kept the same way."""
+    if not on_spark(engine):
+        return check_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                          partition=partition, only=only, declared=declared, reports_dir=reports_dir)
+    complete = only == set(declared)
+    digests = _digests(anonymized, pseudonymized, raw)
+    before = evaluation_memo.evaluation_key(spec, partition, digests, ledger) if complete else None
+    evaluation = _spark_evaluation(engine, spec, anonymized, pseudonymized, raw, ledger, partition, only)
+    if before is not None and before == evaluation_memo.evaluation_key(spec, partition, digests, ledger):
+        evaluation_memo.remember(before, evaluation)
+    if not complete:
+        return CheckStep(evaluation)
+    kept = keep_evaluation(spec, evaluation, ledger, reports_folder(spec, reports_dir, partition))
+    return CheckStep(evaluation, kept.report, kept.problem)
+
+
+def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any,
+                   ledger: Ledger, partition: str | None, keystore: Any = None, storage: Sequence[str | Path] = (),
+                   reports_dir: str | None = None, run_id: str | None = None) -> PublicationStep:
+    """:func:`~.publish_step.publication_step` on the engine (see the module docstring)."""
+    if not on_spark(engine):
+        return publication_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                                partition=partition, keystore=keystore, storage=storage, reports_dir=reports_dir,
+                                run_id=run_id)
+    if spec.publication.mode == "aggregates":
+        _refuse("publication.mode: aggregates in the Dagster release", "use the pandas engine")
+    reports = reports_folder(spec, reports_dir, partition)
+    try:
+        with population_lock(spec, ledger.path):
+            key = evaluation_memo.evaluation_key(spec, partition, _digests(anonymized, pseudonymized, raw), ledger)
+            evaluation = evaluation_memo.recall(key) or _spark_evaluation(
+                engine, spec, anonymized, pseudonymized, raw, ledger, partition, None)
+            rows, erased = _publication_inputs(engine, spec, evaluation, anonymized, pseudonymized, keystore)
+            try:
+                done = publish_release(spec, evaluation, anonymized=rows, pseudonymized=erased, ledger=ledger,
+                                       keystore=keystore, storage=storage, reports=reports, run_id=run_id)
+            except AwaitingApproval as exc:
+                return PublicationStep(spec, partition, evaluation, report=exc.report_path,
+                                       awaiting=Awaiting(exc.command, exc.approvals, exc.needed, exc.entry, str(exc)))
+            except PublicationRefused as exc:
+                problem = keep_evaluation(spec, evaluation, ledger, reports).problem if not evaluation.passed else None
+                return PublicationStep(spec, partition, evaluation, refusals=list(exc.refusals),
+                                       report=kept_report(spec, reports_dir, partition), problem=problem)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{spec.release} {partition or ''}: {exc}") from None
+    return PublicationStep(spec, partition, evaluation, published=done, report=done.published.report_path,
+                           columns=published_columns(rows, done))
+
+
+def _publication_inputs(engine: Any, spec: ReleaseSpec, evaluation: Evaluation, anonymized: StoredTable,
+                        pseudonymized: StoredTable, keystore: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What :func:`~.publication.publish_release` reads, on the driver: the published rows of a
+    passing evaluation (with the linkage pseudonyms, never written) within ``max_driver_cells``,
+    else only the anonymized rows of erased persons; and the pseudonymized rows of erased persons
+    (what its last look for an erasure counts, so it counts what it would count on pandas)."""
+    from ..engine.spark_store import driver_rows
+
+    table = _load(engine, anonymized, "anonymized")
+    if evaluation.passed:
+        columns = [*spec.published_columns, *([gate.LINKAGE_COLUMN] if gate.LINKAGE_COLUMN in table.columns else [])]
+        rows = driver_rows(engine, table, columns, anonymized.rows,
+                           what=f"{spec.release} {evaluation.partition or ''}: the published rows".replace("  ", " "))
+    else:
+        rows = _erased(engine, spec, table, keystore)
+    return rows, _erased(engine, spec, _load(engine, pseudonymized, "pseudonymized"), keystore)
+
+
+def _erased(engine: Any, spec: ReleaseSpec, df: Any, keystore: Any) -> pd.DataFrame:
+    """The linkage pseudonyms of ``df``'s rows whose person is on the release's suppression list."""
+    if keystore is None or gate.LINKAGE_COLUMN not in df.columns:
+        return pd.DataFrame()
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from ..engine.spark_store import driver_rows
+    from .governance.suppression import suppressed
+
+    listed = suppressed(keystore, spec.release)
+    if not listed:
+        return pd.DataFrame()
+    erased = engine.spark.createDataFrame(pa.table({gate.LINKAGE_COLUMN: pa.array(sorted(listed), type=pa.string())}))
+    hits = df.select(gate.LINKAGE_COLUMN).join(F.broadcast(erased), on=gate.LINKAGE_COLUMN, how="left_semi")
+    return driver_rows(engine, hits, [gate.LINKAGE_COLUMN], hits.count(), what="the rows of erased persons")
+
+
+__all__ = ["StepOutput", "anonymized_step", "checks_step", "on_spark", "published_step", "pseudonymized_step",
+           "raw_step"]

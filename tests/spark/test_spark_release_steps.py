@@ -1,0 +1,114 @@
+"""The release's stored steps on the Spark engine (anon_dagster.release.engine_steps), without
+Dagster: each step's table kept as a parquet folder behind a StoredTable, stored and read back
+through step storage as the IO manager does, and the same outcome as the pandas engine's."""
+
+from __future__ import annotations
+
+import stat
+
+import pandas as pd
+import pytest
+
+from anon_dagster.errors import DataError
+from anon_dagster.pseudonymize.keystore import open_keystore
+from anon_dagster.release import engine_steps, evaluation_memo
+from anon_dagster.release.step_storage import SPARK_NOTE, read_step, write_step
+from anon_dagster.release.stored_table import StoredTable
+from anon_dagster.spec import load_spec
+from anon_dagster.storage import ENCRYPTED
+from tests.support.ledgers import env_ledger
+from tests.support.spark_releases import write_release
+
+pytestmark = pytest.mark.usefixtures("master_key", "spark")
+
+POLICY = {"k": 3, "l_distinct": 2}
+
+
+def run_steps(engine, spec, partition, folder, ledger):
+    """raw -> pseudonymized -> anonymized -> checks -> published, each table stored and read back
+    between the steps with step storage (encrypted policy), as the IO manager does."""
+    store = open_keystore()
+    values = {}
+
+    def hand_on(step, out):
+        write_step(folder, (spec.release, step), partition, out.value, ENCRYPTED, store.derive_key)
+        values[step] = read_step(folder, (spec.release, step), partition, ENCRYPTED, store.derive_key)
+        return values[step]
+
+    raw = hand_on("raw", engine_steps.raw_step(engine, spec, partition, ingest=lambda: _ingest(spec, partition),
+                                               keystore=lambda: store, storage=lambda: folder))
+    pseudo = hand_on("pseudonymized", engine_steps.pseudonymized_step(engine, spec, raw, keystore=lambda: store,
+                                                                       partition=partition, storage=lambda: folder))
+    anon = hand_on("anonymized", engine_steps.anonymized_step(engine, spec, pseudo, partition=partition,
+                                                              reports_dir=str(folder / "reports"),
+                                                              storage=lambda: folder))
+    declared = [d.name for d in engine_steps.pipeline.declared_checks(spec)]
+    checks = engine_steps.checks_step(engine, spec, anonymized=anon, pseudonymized=pseudo, raw=raw, ledger=ledger,
+                                      partition=partition, only=set(declared), declared=declared,
+                                      reports_dir=str(folder / "reports"))
+    published = engine_steps.published_step(engine, spec, anonymized=anon, pseudonymized=pseudo, raw=raw,
+                                            ledger=ledger, partition=partition, keystore=store,
+                                            storage=[str(folder)], reports_dir=str(folder / "reports"))
+    return values, checks, published
+
+
+def _ingest(spec, partition):
+    from anon_dagster.release import pipeline
+
+    return pipeline.ingest(spec, partition)
+
+
+def verdicts(evaluation):
+    return [(c.name, c.passed, c.severity, c.measured, c.threshold) for c in evaluation.checks]
+
+
+def test_the_steps_on_spark_hand_on_stored_tables_and_publish_the_pandas_rows(tmp_path, spark_engine):
+    from anon_dagster.engine import PandasEngine
+
+    spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 3, "max_suppression": 0.05},
+                                   policy={"thresholds": POLICY}))
+    outcomes = {}
+    for name, engine in (("pandas", PandasEngine()), ("spark", spark_engine)):
+        evaluation_memo.forget()
+        folder = tmp_path / name
+        ledger = env_ledger(tmp_path / f"{name}.sqlite", create=True)
+        values, checks, published = run_steps(engine, spec, "2023", folder / "storage", ledger)
+        outcomes[name] = values, checks, published
+        published_file = published.published.published.path
+        outcomes[name] += (pd.read_parquet(published_file),)
+        published_file.rename(tmp_path / f"{name}.parquet")  # the next engine publishes afresh
+    (p_values, p_checks, p_pub, p_rows), (s_values, s_checks, s_pub, s_rows) = outcomes["pandas"], outcomes["spark"]
+    assert all(isinstance(v, pd.DataFrame) for v in p_values.values())
+    assert all(isinstance(v, StoredTable) for v in s_values.values())
+    assert verdicts(s_checks.evaluation) == verdicts(p_checks.evaluation)
+    assert verdicts(s_pub.evaluation) == verdicts(p_pub.evaluation)
+    assert s_pub.outcome == p_pub.outcome == "published"
+    assert s_values["anonymized"].rows == len(p_values["anonymized"])
+
+    def multiset(frame):  # pid is a scope-row pseudonym: random, one per row
+        return sorted(map(tuple, frame.drop(columns=["pid"]).astype(str).to_numpy().tolist()))
+
+    assert list(s_rows.columns) == list(p_rows.columns) and multiset(s_rows) == multiset(p_rows)
+    assert s_rows["pid"].str.fullmatch(r"v1:[0-9a-f]{32}").all() and s_rows["pid"].is_unique
+    # every folder the engine wrote is the owner's only
+    for stored in s_values.values():
+        assert stat.S_IMODE(stored.path.stat().st_mode) == 0o700
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in stored.path.iterdir())
+
+
+def test_a_stored_folder_changed_after_its_step_is_refused(tmp_path, spark_engine):
+    spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 3}, policy={"thresholds": POLICY}))
+    store = open_keystore()
+    folder = tmp_path / "storage"
+    out = engine_steps.raw_step(spark_engine, spec, "2023", ingest=lambda: None, keystore=lambda: store,
+                                storage=lambda: folder)
+    note, warning = write_step(folder, (spec.release, "raw"), "2023", out.value, ENCRYPTED, store.derive_key)
+    assert note == SPARK_NOTE.format(pointer="encrypted (AES-256-GCM), owner-only")
+    assert warning and "clear text" in warning and "'encrypted'" in warning
+    stored = read_step(folder, (spec.release, "raw"), "2023", ENCRYPTED, store.derive_key)
+    assert stored == out.value and stored.rows == out.rows > 0
+    part = next(p for p in stored.path.iterdir() if p.name.endswith(".parquet"))
+    part.write_bytes(part.read_bytes() + b"\0")
+    with pytest.raises(DataError, match="not the one its step wrote"):
+        engine_steps.pseudonymized_step(spark_engine, spec, stored, keystore=lambda: store, partition="2023",
+                                        storage=lambda: folder)
