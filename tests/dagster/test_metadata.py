@@ -8,18 +8,11 @@ from pathlib import Path
 import pandas as pd
 from dagster import MetadataValue
 
-from anon_dagster.dagster.metadata import (
-    MAX_METADATA_BYTES,
-    anonymized_metadata,
-    as_metadata,
-    check_metadata,
-    figure,
-    fit,
-    metadata_bytes,
-    record_summary,
-)
+from anon_dagster.dagster.metadata import MAX_METADATA_BYTES, as_metadata, metadata_bytes
 from anon_dagster.release.evaluation import CheckResult, Evaluation, EvidenceTable
 from anon_dagster.release.report.markdown import md_text
+from anon_dagster.release.shown_outcomes import anonymized_entries, check_entries
+from anon_dagster.release.shown_values import figure, record_summary
 
 COMPOSITION_SUMMARY = (
     "120 persons in the new release; effective k = 1.\n"
@@ -30,6 +23,11 @@ COMPOSITION_SUMMARY = (
 
 def evaluation(*checks: CheckResult) -> Evaluation:
     return Evaluation("r", "2025", "spec", "data", list(checks), measures={"rows": 10, "classes": 2})
+
+
+def check_metadata(result: CheckResult, evaluation: Evaluation, report: Path | None = None) -> dict:
+    """One gate check's metadata, as the checks step writes it."""
+    return as_metadata(check_entries(result, evaluation, report), whole=report)
 
 
 def test_a_summary_reads_as_written_line_breaks_kept_and_no_italics():
@@ -73,8 +71,8 @@ def test_metadata_too_large_for_the_event_log_is_cut_with_a_note_and_the_verdict
     result = CheckResult("utility_q", True, value=0.5, threshold=1.0, comparison="<=", summary="fine",
                          details={"table": pd.DataFrame(rows)})
     whole = "/reports/r/risk_report.md"
-    meta = fit({**check_metadata(result, evaluation(result)), **as_metadata({"huge": big}, whole=whole),
-                "blob": MetadataValue.json({"x": list(range(20000))})}, whole=whole)
+    meta = as_metadata({**check_entries(result, evaluation(result)), "huge": big, "blob": {"x": list(range(20000))}},
+                       whole=whole)
     assert metadata_bytes(meta) <= MAX_METADATA_BYTES
     kept = len(meta["huge"].records)
     assert 0 < kept < 5000
@@ -102,7 +100,8 @@ def test_the_transformation_record_is_shown_without_the_values_of_its_classes():
     summary = record_summary(_Record(), Path("/reports/r/2025/transformations.json"))
     assert summary["mondrian"]["ranges"] == "3 class ranges, in transformations.json"
     assert "ranges_truncated" not in summary["mondrian"]
-    meta = anonymized_metadata(_Anonymized(), Path("/reports/r/2025/transformations.json"))
+    record_file = Path("/reports/r/2025/transformations.json")
+    meta = as_metadata(anonymized_entries(_Anonymized(), record_file), whole=record_file)
     assert "20-29" not in str(meta["transformation_record"].value)
     assert meta["transformation_record"].value["mondrian"]["ncp"] == 0.1235
     assert meta["transformation_record_file"] == MetadataValue.path("/reports/r/2025/transformations.json")
