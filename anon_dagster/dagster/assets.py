@@ -2,7 +2,6 @@
 anonymized -> published``, their checks, job, schedule and sensors; each body calls the core,
 which decides everything (docs/dagster.md)."""
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +13,7 @@ from ..release import published_table as table_target
 from ..release.freshness import judge_freshness
 from ..release.ledger import Ledger
 from ..release.release_names import SOURCE_INPUT, SYNTHETIC_INPUT, project_inputs
+from ..release.step_conventions import STEPS
 from ..spec import ReleaseSpec
 from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
@@ -22,7 +22,7 @@ from .approval import approval_sensor
 from .metadata import as_metadata, check_result, event_values
 from .partitions import partitions_def_for
 from .sensors import freshness_sensor, source_sensor
-from .translator import ReleaseTranslator, asset_attributes
+from .translator import ASSET_RESOURCES, ReleaseTranslator, asset_attributes, used_knowingly
 
 
 @dataclass
@@ -118,7 +118,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     :func:`~.alerts.refusal_alert_from_env`) is bound to the published asset."""
     t = translator or ReleaseTranslator()
     pdef = partitions_def_for(spec)
-    key = {step: t.asset_key(spec, step) for step in ("raw", "pseudonymized", "anonymized", "published")}
+    key = {step: t.asset_key(spec, step) for step in STEPS}
     upstream = {step: dg.AssetIn(key=key[step]) for step in ("anonymized", "pseudonymized", "raw")}
 
     @dg.asset(**asset_attributes(t, spec, "raw", pdef), ins=project_ins(spec, "raw"),
@@ -175,8 +175,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     if automate:  # the partition before is a dependency of an ordered release, its refusal no obstacle
         condition = dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed().ignore(
             dg.AssetSelection.assets(key["published"]))
-    with warnings.catch_warnings():  # an asset's own resource is a beta parameter, used knowingly
-        warnings.filterwarnings("ignore", message="Parameter `resource_defs` of function `asset`")
+    with used_knowingly(ASSET_RESOURCES):  # an asset's own resource is a beta parameter
         published_asset = dg.asset(**asset_attributes(t, spec, "published", pdef), ins=upstream,
                                 deps=ordering.earlier_partition_deps(spec, t),
                                 check_specs=[t.publication_check_spec(spec, pdef), t.freshness_check_spec(spec)],

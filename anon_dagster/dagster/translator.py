@@ -1,24 +1,18 @@
 """How a release spec becomes Dagster objects: :class:`ReleaseTranslator`, whose conventions are the
-core's (:mod:`anon_dagster.release.release_names`, :mod:`~anon_dagster.release.step_conventions`);
-see docs/dagster.md."""
+core's (:mod:`anon_dagster.release.release_names`, :mod:`~anon_dagster.release.step_conventions`)."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dagster import AssetCheckSpec, AssetKey, PartitionsDefinition
 
 from ..release import release_names as names
+from ..release import step_conventions as conventions
 from ..release.pipeline import DeclaredCheck, declared_checks
-from ..release.release_names import FRESHNESS_CHECK, PUBLICATION_CHECK
-from ..release.step_conventions import (
-    PUBLICATION_TEXT,
-    code_version,
-    freshness_text,
-    step_description,
-    step_kinds,
-)
 from ..spec import ReleaseSpec
 
 
@@ -33,10 +27,10 @@ class ReleaseTranslator:
         return spec.release
 
     def description(self, spec: ReleaseSpec, step: str) -> str:
-        return step_description(spec, step)
+        return conventions.step_description(spec, step)
 
     def kinds(self, spec: ReleaseSpec, step: str) -> set[str]:
-        return step_kinds(spec, step)
+        return conventions.step_kinds(spec, step)
 
     def owners(self, spec: ReleaseSpec, step: str) -> list[str]:
         return names.owners(spec)
@@ -45,7 +39,7 @@ class ReleaseTranslator:
         return names.tags(spec)
 
     def code_version(self, spec: ReleaseSpec, step: str) -> str:
-        return code_version(spec)
+        return conventions.code_version(spec)
 
     def metadata(self, spec: ReleaseSpec, step: str) -> dict[str, Any]:
         """Definition metadata; ``anon_dagster/at_rest`` tells the IO manager how to store the step."""
@@ -61,30 +55,30 @@ class ReleaseTranslator:
         """One partition-aware check spec per declared check, on the anonymized asset; not blocking
         in Dagster's sense: the published step re-verifies them all (:meth:`publication_check_spec`)."""
         deps = [self.asset_key(spec, step) for step in names.CHECK_INPUTS]
-        with _partition_aware_checks():
+        with used_knowingly(PARTITIONED_CHECKS):
             return [AssetCheckSpec(c.name, asset=self.asset_key(spec, "anonymized"), blocking=False,
                                    partitions_def=partitions_def, additional_deps=deps,
                                    description=self.check_description(spec, c), metadata=names.check_metadata(c))
                     for c in self.checks(spec)]
 
     def publication_check_name(self, spec: ReleaseSpec) -> str:
-        return PUBLICATION_CHECK
+        return names.PUBLICATION_CHECK
 
     def publication_check_description(self, spec: ReleaseSpec) -> str:
-        return PUBLICATION_TEXT
+        return conventions.PUBLICATION_TEXT
 
     def publication_check_spec(self, spec: ReleaseSpec, partitions_def: PartitionsDefinition | None) -> AssetCheckSpec:
         """The blocking, partition-aware check on the published asset holding the partition's outcome."""
-        with _partition_aware_checks():
+        with used_knowingly(PARTITIONED_CHECKS):
             return AssetCheckSpec(self.publication_check_name(spec), asset=self.asset_key(spec, "published"),
                                   blocking=True, partitions_def=partitions_def,
                                   description=self.publication_check_description(spec))
 
     def freshness_check_name(self, spec: ReleaseSpec) -> str:
-        return FRESHNESS_CHECK
+        return names.FRESHNESS_CHECK
 
     def freshness_check_description(self, spec: ReleaseSpec) -> str:
-        return freshness_text(spec)
+        return conventions.freshness_text(spec)
 
     def freshness_check_spec(self, spec: ReleaseSpec) -> AssetCheckSpec:
         """The release's (unpartitioned, not blocking) check of the latest publication's age."""
@@ -113,13 +107,17 @@ def asset_attributes(t: ReleaseTranslator, spec: ReleaseSpec, step: str,
             "code_version": t.code_version(spec, step)}
 
 
-class _partition_aware_checks(warnings.catch_warnings):
-    """Partition-aware checks are a Dagster preview feature, used knowingly."""
-
-    def __enter__(self):
-        out = super().__enter__()
-        warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec")
-        return out
+# the warnings of Dagster features in preview or beta that the definitions use knowingly
+PARTITIONED_CHECKS = "Specifying a partitions_def on an AssetCheckSpec"
+ASSET_RESOURCES = "Parameter `resource_defs` of function `asset`"
 
 
-__all__ = ["ReleaseTranslator", "asset_attributes"]
+@contextmanager
+def used_knowingly(warning: str) -> Iterator[None]:
+    """Dagster's warnings starting with ``warning`` silenced within the block."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=warning)
+        yield
+
+
+__all__ = ["ASSET_RESOURCES", "PARTITIONED_CHECKS", "ReleaseTranslator", "asset_attributes", "used_knowingly"]
