@@ -256,6 +256,21 @@ def weighted_breakdown(freq: pd.DataFrame, mask: np.ndarray, counts: np.ndarray,
     return out
 
 
+def method_columns(spec: Any, df: Any) -> tuple[Any, list[str], list[str], list[str], list[str]]:
+    """What a per-part method (Mondrian, MDAV) works on: the spec's policy, its generalized QIs,
+    partition keys, sensitive attributes (when the policy needs them) and the utility queries'
+    group-by columns; a declared column missing from ``df`` is a DataError naming it."""
+    from ..anonymize.criteria import Policy
+
+    policy = Policy.from_spec(spec)
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    sens = list(policy.sensitive) if policy.needs_sensitive else []
+    absent = [c for c in gen + pks + sens if c not in df.columns]
+    if absent:
+        raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
+    return policy, gen, pks, sens, [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
+
+
 def missing_file(path: Path) -> DataError:
     return DataError(f"{path}: no such file")
 

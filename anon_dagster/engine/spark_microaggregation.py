@@ -41,6 +41,7 @@ from .spark_frames import (
     DriverLimit,
     arrow_values,
     lookup_frame,
+    method_columns,
     null_safe,
 )
 from .spark_record import record_only, spark_record
@@ -99,19 +100,13 @@ def anonymize_microaggregation(engine: SparkDriver, spec: Any, pseudonymized: Sp
                                progress: Any) -> SparkAnonymized:
     """MDAV on Spark (module docstring): the rows, record and refusals the pandas engine's
     :func:`~anon_dagster.anonymize.microaggregation_method.run_microaggregation` gives."""
-    from ..anonymize.criteria import Policy, avg_risk_ok, suppression_budget
+    from ..anonymize.criteria import avg_risk_ok, suppression_budget
     from ..anonymize.mondrian_method import check_coverage
     from ..anonymize.outcome import NoSolution
 
     t0 = time.perf_counter()
     df = pseudonymized.df
-    policy = Policy.from_spec(spec)
-    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
-    sens = list(policy.sensitive) if policy.needs_sensitive else []
-    absent = [c for c in gen + pks + sens if c not in df.columns]
-    if absent:
-        raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
-    by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
+    policy, gen, pks, sens, by_query = method_columns(spec, df)
     parts_columns = list(dict.fromkeys(pks + by_query))
     freq, _ = engine.frequencies(df, parts_columns, first_row=False, what="the rows per partition key and query group")
     counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)

@@ -32,7 +32,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import DataError
-from .spark_frames import COUNT_COLUMN, DriverLimit, arrow_values, lookup_frame, null_safe
+from .spark_frames import (
+    COUNT_COLUMN,
+    DriverLimit,
+    arrow_values,
+    lookup_frame,
+    method_columns,
+    null_safe,
+)
 from .spark_record import record_only, spark_record
 from .spark_results import SparkAnonymized, SparkPseudonymized
 from .spark_session import SparkDriver
@@ -114,19 +121,13 @@ def anonymize_mondrian(engine: SparkDriver, spec: Any, pseudonymized: SparkPseud
                        progress: Any) -> SparkAnonymized:
     """Mondrian on Spark (see the module docstring): the labels, record and suppression the
     pandas engine's :func:`~anon_dagster.anonymize.mondrian_method.run_mondrian` gives."""
-    from ..anonymize.criteria import Policy, sensitive_attributes
+    from ..anonymize.criteria import sensitive_attributes
     from ..anonymize.mondrian_method import check_coverage, mondrian_info, reach_prosecutor_avg
     from ..risk.frequencies import frequency_classes
 
     t0 = time.perf_counter()
     df = pseudonymized.df
-    policy = Policy.from_spec(spec)
-    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
-    sens = list(policy.sensitive) if policy.needs_sensitive else []
-    absent = [c for c in gen + pks + sens if c not in df.columns]
-    if absent:
-        raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
-    by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
+    policy, gen, pks, sens, by_query = method_columns(spec, df)
     parts_columns = list(dict.fromkeys(pks + sens + by_query))
     freq, schema = engine.frequencies(df, parts_columns, first_row=False,
                                       what="the rows per partition key, sensitive value and query group")
