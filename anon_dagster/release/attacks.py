@@ -35,7 +35,6 @@ key store). Without pseudonyms the slice is ordered by row position under that k
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -58,6 +57,7 @@ from ..spec import ReleaseSpec
 from ..spec.policy import attack_secrets
 from . import gate
 from .evaluation import CheckResult
+from .recent import Recent
 from .report import format_value as _fmt
 
 CONTROL_PURPOSE = "anon_dagster/attack-control/1"
@@ -173,7 +173,7 @@ class AttackRun:
                 "results": self.results_json()}
 
 
-_CACHE: OrderedDict[tuple[str, ...], AttackRun] = OrderedDict()
+_CACHE: Recent[AttackRun] = Recent(CACHE_SIZE)
 
 
 def clear_cache() -> None:
@@ -221,9 +221,8 @@ def attack_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Transfor
     base = gate.publishable_view(original).reset_index(drop=True)
     key = (spec.spec_hash(), record.output_hash, table_hash(base))
     own = secrets is None and config is None and attacks is None and cache
-    if own and key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
+    if own and (kept := _CACHE.get(key)) is not None:
+        return kept
     split = verified_split(spec, record, original)
     done = record.attack_control
     withheld = ~np.asarray(split.released, dtype=bool)
@@ -251,9 +250,7 @@ def attack_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Transfor
     run = AttackRun(control=done.to_json(), columns=columns, secrets=chosen, released_rows=len(release),
                     results=results, budget_seconds=declared.budget_seconds)
     if own:
-        _CACHE[key] = run
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _CACHE.put(key, run)
     return run
 
 

@@ -22,17 +22,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections import OrderedDict
 
 import pandas as pd
 
 from ..spec import ReleaseSpec
 from .evaluation import Evaluation
 from .ledger import Ledger
+from .recent import Recent
 from .refusals import recorded_population
 
 _KEPT = 8
-_MEMO: OrderedDict[tuple, Evaluation] = OrderedDict()
+_MEMO: Recent[Evaluation] = Recent(_KEPT)
 
 
 def table_digest(table: pd.DataFrame) -> str:
@@ -70,10 +70,7 @@ def evaluation_key(spec: ReleaseSpec, partition: str | None, digests: tuple[str,
 
 def remember(key: tuple, evaluation: Evaluation) -> None:
     """Keep a complete evaluation under ``key``."""
-    _MEMO[key] = evaluation
-    _MEMO.move_to_end(key)
-    while len(_MEMO) > _KEPT:
-        _MEMO.popitem(last=False)
+    _MEMO.put(key, evaluation)
 
 
 def recall(key: tuple) -> Evaluation | None:

@@ -27,7 +27,6 @@ The figures are rates, counts and column names: never a synthetic or a real row.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +44,7 @@ from ..spec.synthetic import synthetic_columns
 from . import gate
 from .attacks import AttackRun, attack_outcomes, verified_split
 from .evaluation import CheckResult
+from .recent import Recent
 from .report import format_value as _fmt
 
 SYNTHETIC_CHECKS = tuple(c.check_name for c in SYNTHETIC_CRITERIA.values())
@@ -68,7 +68,7 @@ class SyntheticRun:
         return {**self.figures, "control": dict(self.attacks.control)}
 
 
-_CACHE: OrderedDict[tuple[str, ...], SyntheticRun] = OrderedDict()
+_CACHE: Recent[SyntheticRun] = Recent(CACHE_SIZE)
 
 
 def clear_cache() -> None:
@@ -95,9 +95,8 @@ def synthetic_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Trans
     base = gate.publishable_view(original).reset_index(drop=True)
     key = (spec.spec_hash(), record.output_hash, table_hash(base))
     own = secrets is None and config is None and attacks is None and cache
-    if own and key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
+    if own and (kept := _CACHE.get(key)) is not None:
+        return kept
     split = verified_split(spec, record, original)
     train = base[np.asarray(split.released, dtype=bool)].reset_index(drop=True)
     control = split.control.reset_index(drop=True)
@@ -116,9 +115,7 @@ def synthetic_figures(spec: ReleaseSpec, anonymized: pd.DataFrame, record: Trans
     run = SyntheticRun(figures, AttackRun(control=record.attack_control.to_json(), columns=columns, secrets=chosen,
                                           released_rows=len(table), results=results, budget_seconds=budget))
     if own:
-        _CACHE[key] = run
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _CACHE.put(key, run)
     return run
 
 
