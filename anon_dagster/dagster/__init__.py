@@ -1,9 +1,5 @@
-"""Dagster wiring of anon_dagster: each release spec becomes a privacy-gated asset graph.
-
-The core (spec, risk, anonymize, pseudonymize, release, storage) knows nothing of Dagster; this
-package turns it into assets, blocking asset checks, partitions, a job and a schedule per
-release, resources and an IO manager. See docs/dagster.md.
-"""
+"""Dagster wiring of anon_dagster: each release spec becomes a privacy-gated asset graph (assets,
+blocking checks, partitions, job, schedule, sensors, resources); the core knows nothing of Dagster."""
 
 from .assets import ReleaseDefinitions, build_release
 from .components import AnonReleaseComponent, load_release_definitions

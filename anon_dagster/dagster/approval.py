@@ -6,14 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dagster import (
-    DefaultSensorStatus,
-    RunRequest,
-    SensorDefinition,
-    SensorEvaluationContext,
-    SensorResult,
-    sensor,
-)
+import dagster as dg
 
 from ..release.governance.requests import approval_runs
 from ..release.ledger import Ledger
@@ -24,7 +17,7 @@ from .translator import ReleaseTranslator
 def approval_sensor(specs: Sequence[ReleaseSpec], *, translator: ReleaseTranslator | None = None,
                     ledger: Callable[[], Ledger] | None = None, job: Any = None, name: str = "release_approvals",
                     minimum_interval_seconds: int = 60,
-                    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition:
+                    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED) -> dg.SensorDefinition:
     """A sensor requesting the ``published`` asset's partition of every evaluation an approval
     made due, for the releases of ``specs`` that require approval. ``ledger`` opens the ledger
     (default: the definitions' ``ledger`` resource, opened with their ``keystore``); ``job``,
@@ -35,16 +28,16 @@ def approval_sensor(specs: Sequence[ReleaseSpec], *, translator: ReleaseTranslat
     def selection(*releases: str) -> list[Any] | None:
         return None if job is not None else [t.asset_key(governed[r], "published") for r in releases]
 
-    @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
-            job=job, asset_selection=selection(*governed),
-            required_resource_keys={"ledger", "keystore"} if ledger is None else set(),
-            description="Requests the publication of every evaluation an approval recorded in the ledger made due.")
-    def _approvals(context: SensorEvaluationContext, **_resources: Any) -> SensorResult:
+    @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
+               job=job, asset_selection=selection(*governed),
+               required_resource_keys={"ledger", "keystore"} if ledger is None else set(),
+               description="Requests the publication of every evaluation an approval recorded in the ledger made due.")
+    def _approvals(context: dg.SensorEvaluationContext, **_resources: Any) -> dg.SensorResult:
         opened = ledger() if ledger is not None else context.resources.ledger.open(context.resources.keystore)
         runs, cursor = approval_runs(opened, governed.values(), context.cursor)
-        requests = [RunRequest(run_key=r.run_key, partition_key=r.partition, tags=r.tags,
-                               asset_selection=selection(r.release)) for r in runs]
-        return SensorResult(run_requests=requests, cursor=cursor)
+        requests = [dg.RunRequest(run_key=r.run_key, partition_key=r.partition, tags=r.tags,
+                                  asset_selection=selection(r.release)) for r in runs]
+        return dg.SensorResult(run_requests=requests, cursor=cursor)
 
     return _approvals
 

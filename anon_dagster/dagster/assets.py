@@ -10,7 +10,6 @@ import pandas as pd
 
 from ..release import gate, pipeline, publication, publish_step, shown_outcomes
 from ..release import published_table as table_target
-from ..release.freshness import judge_freshness
 from ..release.ledger import Ledger
 from ..release.release_names import SOURCE_INPUT, SYNTHETIC_INPUT, project_inputs
 from ..release.step_conventions import STEPS
@@ -21,7 +20,7 @@ from .alerts import RefusalAlertResource, refusal_alert_from_env
 from .approval import approval_sensor
 from .metadata import as_metadata, check_result, event_values
 from .partitions import partitions_def_for
-from .sensors import freshness_sensor, source_sensor
+from .sensors import freshness_evaluation, freshness_sensor, source_sensor
 from .translator import ASSET_RESOURCES, ReleaseTranslator, asset_attributes, used_knowingly
 
 
@@ -207,8 +206,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         return dg.MaterializeResult(
             metadata=as_metadata(shown.metadata, whole=step.report, rows=shown.rows, columns=shown.columns),
             check_results=[check_result(shown.check, whole=step.report, check_name=t.publication_check_name(spec)),
-                           check_result(shown_outcomes.freshness_shown(judge_freshness(spec, ledger)),
-                                        check_name=t.freshness_check_name(spec))])
+                           freshness_evaluation(spec, ledger, t, of=dg.AssetCheckResult)])
 
     # one process per run (the steps share it) rather than one per step: what a UI run costs
     job = dg.define_asset_job(t.job_name(spec), selection=dg.AssetSelection.groups(t.group_name(spec)),

@@ -1,6 +1,5 @@
-"""A daily schedule deleting every release's stored intermediates past their retention: a one-op
-job around :func:`anon_dagster.release.governance.scheduled_retention.scheduled_retention`
-(docs/governance.md)."""
+"""A daily schedule deleting every release's stored intermediates past their retention: a one-op job
+around :func:`anon_dagster.release.governance.scheduled_retention.scheduled_retention`."""
 
 from collections.abc import Sequence
 

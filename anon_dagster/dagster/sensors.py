@@ -1,6 +1,5 @@
-"""Sensors of a release: its source files, the freshness of its publications, and its refusals;
-the decisions are the core's (:mod:`anon_dagster.release.source_watch`,
-:mod:`~anon_dagster.release.freshness`, :mod:`~anon_dagster.release.refusal_feed`); docs/dagster.md."""
+"""Sensors of a release's source files, of its publications' freshness and of its refusals; the core
+decides (``anon_dagster.release``: ``source_watch``, ``freshness``, ``refusal_feed``)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from ..release.shown_outcomes import freshness_shown
 from ..release.source_watch import source_runs
 from ..spec import ReleaseSpec
 from .alerts import Refusal
-from .metadata import check_result
+from .metadata import check_result, event_values
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
@@ -51,10 +50,11 @@ def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
     return _source
 
 
-def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTranslator,
-                         now: datetime | None = None) -> dg.AssetCheckEvaluation:
-    """The ``freshness`` check's result (:func:`~anon_dagster.release.freshness.judge_freshness`)."""
-    return check_result(freshness_shown(judge_freshness(spec, ledger, now)), of=dg.AssetCheckEvaluation,
+def freshness_evaluation(spec: ReleaseSpec, ledger: Any, translator: ReleaseTranslator, now: datetime | None = None,
+                         of: type = dg.AssetCheckEvaluation) -> Any:
+    """The ``freshness`` check's result (:func:`~anon_dagster.release.freshness.judge_freshness`) as an
+    :class:`~dagster.AssetCheckEvaluation` (or ``of``, e.g. an :class:`~dagster.AssetCheckResult`)."""
+    return check_result(freshness_shown(judge_freshness(spec, ledger, now)), of=of,
                         asset_key=translator.asset_key(spec, "published"),
                         check_name=translator.freshness_check_name(spec))
 
@@ -87,8 +87,8 @@ def refusals_since(instance: Any, asset_keys: Iterable[dg.AssetKey], cursor: str
             dg.AssetRecordsFilter(asset_key=key, after_storage_id=feed.after.get(name)), limit=limit, ascending=True)
         for record in result.records:
             mat = record.asset_materialization
-            outcome = {k: v.value for k, v in mat.metadata.items()} if mat is not None else None
-            feed.add(name, record.storage_id, key.path[0], mat.partition if mat else None, outcome, record.run_id)
+            feed.add(name, record.storage_id, key.path[0], mat.partition if mat else None,
+                     event_values(mat.metadata) if mat else None, record.run_id)
     return feed.refusals(), feed.cursor()
 
 
