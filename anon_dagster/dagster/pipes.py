@@ -11,7 +11,7 @@ from ..release import pipes_values as pv
 from ..release.pipes_verification import Reverification, read_and_rejudge
 from ..release.release_names import PUBLICATION_CHECK
 from ..spec import ReleaseSpec
-from .metadata import check_result, fit
+from .metadata import check_result
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
 
@@ -31,8 +31,8 @@ def run_step(context: Any, spec: ReleaseSpec, step: str, *, run_args: Mapping[st
 def pipes_release_checks(spec: ReleaseSpec, *, run_args: Mapping[str, Any], translator: ReleaseTranslator | None = None,
                          resource_key: str = RESOURCE_KEY, extras: Mapping[str, Any] | None = None) -> Any:
     """The release's checks (``<release>_checks``, the specs of ``ReleaseTranslator.check_specs``)
-    judged by the external job: each result as it reported it, its description restored and its
-    metadata fitted to the event log as in process. ``extras``: ``engine``, ``spark_master``,
+    judged by the external job: each result as it reported it (its metadata fitted to the event
+    log there), its description restored. ``extras``: ``engine``, ``spark_master``,
     ``ledger``, ``spec`` (the spec's path as the job sees it), ... (:mod:`~anon_dagster.release.pipes_values`)."""
     t = translator or ReleaseTranslator()
     asset = t.asset_key(spec, "anonymized").to_user_string()
@@ -45,7 +45,7 @@ def pipes_release_checks(spec: ReleaseSpec, *, run_args: Mapping[str, Any], tran
         described = (pv.find_message(done.get_custom_messages(), pv.CHECKS_MESSAGE) or {}).get("descriptions") or {}
         for r in done.get_results():
             yield dg.AssetCheckResult(passed=r.passed, severity=r.severity, description=described.get(r.check_name),
-                                      metadata=fit(dict(r.metadata)), asset_key=r.asset_key, check_name=r.check_name)
+                                      metadata=r.metadata, asset_key=r.asset_key, check_name=r.check_name)
 
     return release_checks
 

@@ -20,6 +20,7 @@ environment and only the core's shown values (figures, verdicts, evidence withou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from ..io import plain_json
 from ..objectstore import ObjectPath
 from .evaluation import EvidenceTable
+from .metadata_fit import fit_values
 from .shown_outcomes import ShownCheck
 from .shown_values import Shown, figure, rounded
 
@@ -71,21 +73,22 @@ def plain_value(value: Any) -> Any:
     return plain_json(value)
 
 
-def plain_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Named shown values as Pipes metadata (:func:`plain_value` each; a table's note as
-    ``<name>_note``, as the in-process metadata names it)."""
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        out[name] = plain_value(value)
-        if isinstance(value, EvidenceTable) and value.note:
-            out[f"{name}_note"] = {"raw_value": value.note, "type": "text"}
-    return out
+def _size(value: Any) -> int:
+    return len(json.dumps(plain_value(value), default=str))
+
+
+def plain_metadata(values: Mapping[str, Any], whole: Path | str | None = None) -> dict[str, Any]:
+    """Named shown values as Pipes metadata: fitted to :data:`~.metadata_fit.MAX_METADATA_BYTES`
+    by the in-process rules (:func:`~.metadata_fit.fit_values`, measured in this JSON form; a
+    table's note as ``<name>_note``), then :func:`plain_value` each."""
+    return {name: plain_value(value) for name, value in fit_values(values, _size, whole=whole).items()}
 
 
 def check_message(name: str, shown: ShownCheck, asset_key: str | None) -> dict[str, Any]:
-    """The keyword arguments of ``report_asset_check`` for one check's verdict as shown."""
+    """The keyword arguments of ``report_asset_check`` for one check's verdict as shown (the
+    in-process step's ``check_result``)."""
     return {"check_name": name, "passed": bool(shown.passed), "severity": "ERROR" if shown.severity == "error" else "WARN",
-            "metadata": plain_metadata(shown.metadata), "asset_key": asset_key}
+            "metadata": plain_metadata(shown.metadata, whole=shown.metadata.get("report")), "asset_key": asset_key}
 
 
 def custom_message(kind: str, **body: Any) -> dict[str, Any]:
