@@ -142,8 +142,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                                                                   **project_ins(spec, "anonymized")})
     def anonymized(context: dg.AssetExecutionContext, pseudonymized: pd.DataFrame, **supplied: Any) -> pd.DataFrame:
         result = pipeline.anonymize(spec, pseudonymized, synthetic_table=supplied.get(SYNTHETIC_INPUT))
-        # the record places the population into these classes in the checks and the publication
         reports = publication.reports_folder(spec, reports_dir, partition_of(context))
+        # the record places the population into these classes in the checks and the publication
         record_file = publication.write_record(result.record, reports)
         if result.unreachable:
             context.log.warning(f"{spec.release} {partition_of(context) or ''}: {result.unreachable}")
