@@ -222,3 +222,22 @@ def test_the_spark_engine_reports_the_in_process_verdicts(env, release, spark_in
     for name in rejudged:  # the frequency table Spark counted gives the pandas step's figures
         assert (name, rejudged[name].passed, rejudged[name].measured) == \
             (name, in_process[name].passed, in_process[name].metadata["measured"].value)
+
+
+def test_dagster_reads_the_pipes_form_as_the_in_process_metadata():
+    from dagster._core.definitions.metadata import normalize_metadata_value
+    from dagster._core.definitions.metadata.external_metadata import metadata_map_from_external
+
+    from anon_dagster.dagster.metadata import as_metadata
+    from anon_dagster.release.evaluation import EvidenceTable
+    from anon_dagster.release.pipes_values import plain_metadata
+    from anon_dagster.release.shown_values import Shown
+
+    values = {"summary": Shown("md", "k = 2 meets"), "measured": Shown("float", 0.28125), "threshold": Shown("text", ">= 2"),
+              "check": Shown("json", {"measured": 0.123456789}), "rows": 40, "share": 0.987654, "flag": True,
+              "report": Path("reports/r.md"), "composition": {"k": 0.5555555},
+              "small_classes": EvidenceTable([("size", "int"), ("share", "float")], [{"size": 2, "share": 1 / 3}], "a note")}
+    wrapped = {k: v if isinstance(v, dict) and set(v) == {"raw_value", "type"} else {"raw_value": v, "type": "__infer__"}
+               for k, v in plain_metadata(values).items()}
+    # in process, Dagster types a raw value when it records it (as it does the Pipes form's)
+    assert metadata_map_from_external(wrapped) == {k: normalize_metadata_value(v) for k, v in as_metadata(values).items()}

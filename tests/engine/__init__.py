@@ -1,0 +1,1 @@
+"""Tests of anon_dagster.engine."""
