@@ -1,0 +1,31 @@
+"""In Dagster the release's steps run the pandas pipeline: a release whose source is a table of
+the Spark catalog (``source.table``) fails at its raw asset with the pipeline's one line naming the
+spec, the key and the ways out (the error Dagster records for the step, with its stack), and
+nothing after it runs."""
+
+from __future__ import annotations
+
+import yaml
+from dagster import DagsterInstance
+
+from tests.support.releases import load, materialized, run, write_release
+
+
+def test_the_raw_asset_fails_with_the_one_line(env):
+    spec_path = write_release(env, composition=False)
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["source"] = {"table": "clinic.visits"}
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = run(load(env, spec_path), "tiny", "2023", DagsterInstance.ephemeral())
+    assert not result.success
+    failures = result.get_step_failure_events()
+    assert [f.step_key.split(".")[-1].split("__")[-1] for f in failures] == ["raw"], [f.step_key for f in failures]
+    error = failures[0].event_specific_data.error
+    while error.cause is not None:  # Dagster's step error, caused by the pipeline's
+        error = error.cause
+    assert error.cls_name == "UserError"
+    assert error.message.strip() == (
+        f"anon_dagster.errors.UserError: {spec_path}: source.table 'clinic.visits' is a table of the Spark "
+        "catalog, read by the Spark engine only: run the command with --engine spark, or give the rows with "
+        "--input DATA (a csv or parquet file) where the command takes it")
+    assert not materialized(result) and not (env / "published").exists()
