@@ -35,7 +35,7 @@ def pipes_release_checks(spec: ReleaseSpec, *, run_args: Mapping[str, Any], tran
     log there), its description restored. ``extras``: ``engine``, ``spark_master``,
     ``ledger``, ``spec`` (the spec's path as the job sees it), ... (:mod:`~anon_dagster.release.pipes_values`)."""
     t = translator or ReleaseTranslator()
-    asset = t.asset_key(spec, "anonymized").to_user_string()
+    asset = t.asset_key(spec, "anonymized").to_escaped_user_string()  # as Pipes parses it
 
     @dg.multi_asset_check(specs=t.check_specs(spec, partitions_def_for(spec)), name=f"{spec.release}_checks",
                           required_resource_keys={resource_key})

@@ -75,11 +75,11 @@ def open_state(spec: Any, ledger_path: str | None) -> tuple[Any, Any]:
     return keystore, open_ledger(ledger_path, keystore) if wants_ledger else None
 
 
-def check_messages(evaluation: Any, asset_key: str | None) -> list[dict[str, Any]]:
-    """``report_asset_check``'s arguments for every check of ``evaluation``, as shown in process."""
+def shown_checks(evaluation: Any) -> list[tuple[str, Any]]:
+    """Every check of ``evaluation`` with its verdict as the in-process checks step shows it."""
     from ..release.shown_outcomes import check_shown
 
-    return [pv.check_message(c.name, check_shown(c, evaluation), asset_key) for c in evaluation.checks]
+    return [(c.name, check_shown(c, evaluation)) for c in evaluation.checks]
 
 
 def published_frequency_table(engine: Any, spec: Any, run: Any) -> Any:
@@ -116,10 +116,11 @@ def run_step(pipes: Any, extras: StepExtras) -> None:
                               ledger=ledger)
         evaluation = run.evaluation
         if extras.step == pv.STEP_CHECKS:
-            for message in check_messages(evaluation, extras.asset_key):
-                pipes.report_asset_check(**message)
+            shown = shown_checks(evaluation)
+            for name, check in shown:
+                pipes.report_asset_check(**pv.check_message(name, check, extras.asset_key))
             pipes.report_custom_message(pv.custom_message(
-                pv.CHECKS_MESSAGE, evaluation=evaluation.id, descriptions={c.name: c.summary for c in evaluation.checks}))
+                pv.CHECKS_MESSAGE, evaluation=evaluation.id, descriptions={name: c.description for name, c in shown}))
             return
         assert extras.frequencies is not None  # from_extras refuses the step without it
         written = write_frequencies(published_frequency_table(engine, spec, run), extras.frequencies)
