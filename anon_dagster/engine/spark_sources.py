@@ -68,7 +68,9 @@ def read_delta(spark: Any, path: Path) -> Any:
     try:
         df = spark.read.format("delta").load(str(path))
     except Exception as exc:
-        if _error_class(exc) == "DATA_SOURCE_NOT_FOUND" or "data source: delta" in str(exc).lower():
+        # the session's answer for a format no jar provides (a Py4J error, without an error class)
+        if _error_class(exc) == "DATA_SOURCE_NOT_FOUND" or "DATA_SOURCE_NOT_FOUND" in str(exc) \
+                or "data source: delta" in str(exc).lower():
             raise UserError(f"{path}: source.format delta needs a Spark session with Delta Lake (delta-spark) "
                             "configured: the delta-spark package and jars, spark.sql.extensions="
                             "io.delta.sql.DeltaSparkSessionExtension and spark.sql.catalog.spark_catalog="
