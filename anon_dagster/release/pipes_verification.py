@@ -39,6 +39,7 @@ from ..io import write_table_atomic
 from ..risk.frequencies import COUNT_COLUMN, frequency_table, measure_frequencies
 from ..spec import ReleaseSpec
 from . import gate
+from .evaluate_step import describe_error
 from .evaluation import CheckResult
 from .shown_outcomes import ShownCheck
 from .shown_values import Shown, markdown, text
@@ -174,9 +175,9 @@ def rejudge(spec: ReleaseSpec, data: bytes, *, sha256: str, reported: Sequence[M
     try:
         freq = pd.read_parquet(io.BytesIO(data))
         measures = measure_frequency_file(spec, freq)
-    except Exception as exc:  # noqa: BLE001 - any unreadable table refuses, in one line
-        return Reverification(problems=[f"the frequency table could not be measured: {type(exc).__name__}: "
-                                        f"{str(exc).splitlines()[0] if str(exc) else ''}"], sha256=digest)
+    except Exception as exc:  # noqa: BLE001 - any unreadable table refuses, in one line (as a check's error)
+        return Reverification(problems=[f"the frequency table could not be measured: {describe_error(exc)}"],
+                              sha256=digest)
     wanted = frequency_checks(spec)
     severity = {c.name: c for c in declared_checks(spec)}
     by_name = {str(r.get("name")): r for r in reported if isinstance(r, Mapping)}

@@ -141,3 +141,12 @@ def test_no_message_or_no_file_refuses(gate_run, tmp_path):
     assert read_and_rejudge(spec, None).problems == ["the external job reported no frequency table"]
     gone = read_and_rejudge(spec, {"path": str(tmp_path / "none.parquet"), "sha256": "0" * 64, "checks": []})
     assert not gone.passed and "could not be read" in gone.problems[0]
+
+
+def test_a_file_that_is_not_a_frequency_table_refuses_in_one_line(gate_run):
+    spec, _ = gate_run
+    data = b"not parquet"
+    verification = rejudge(spec, data, sha256=hashlib.sha256(data).hexdigest(), reported=[])
+    assert not verification.passed and verification.checks == []
+    assert len(verification.problems) == 1 and "\n" not in verification.problems[0]
+    assert verification.problems[0].startswith("the frequency table could not be measured: ")
