@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +17,14 @@ from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_releases import COLUMNS, check_json, without_id, write_release
+from tests.support.spark_releases import (
+    PARTITION_KEYS,
+    TINY_COLUMNS,
+    check_json,
+    tiny_discharges,
+    without_id,
+    write_release,
+)
 
 pytestmark = pytest.mark.usefixtures("master_key")
 
@@ -88,7 +94,7 @@ def test_cells_are_suppressed_and_the_gate_outcome_is_the_pandas_engines(spark_e
     assert without_id(out_s) == without_id(out_p) and code_s == code_p
 
 
-KEYS = st.sampled_from([1, 2, 2.0, None])  # int and float keys, a missing one
+KEYS = st.sampled_from(PARTITION_KEYS)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -97,24 +103,7 @@ KEYS = st.sampled_from([1, 2, 2.0, None])  # int and float keys, a missing one
        budget=st.sampled_from([0.0, 0.1]))
 def test_tiny_tables_alike(spark_engine, tmp_path_factory, n, seed, k, keys, l_div, budget):
     """Nulls, empty strings, int and float partition keys, categories no row uses."""
-    rng = np.random.default_rng(seed)
-    ages = rng.choice([20, 25, 31, 40, 52], n).astype(float)
-    ages[rng.random(n) < 0.15] = np.nan
-    zips = pd.Categorical(rng.choice(["28001", "28002", "46001", ""], n),
-                          categories=["28001", "28002", "46001", "", "99999"])
-    part = pd.Series([keys[i] for i in rng.integers(0, len(keys), n)], dtype=object)
-    part = part.astype(float) if all(isinstance(v, (int, float)) or v is None for v in keys) else part
-    data = pd.DataFrame({
-        "pid": [f"P{i}" for i in range(n)], "age": ages, "zip": zips.astype(str),
-        "sex": rng.choice(["F", "M", ""], n), "unit": part,
-        "diagnosis": rng.choice(["A", "B", "C"], n), "admitted": pd.Timestamp("2024-05-01"),
-    })
-    data.loc[rng.random(n) < 0.1, "sex"] = None
-    columns = {
-        "pid": COLUMNS["pid"], "age": COLUMNS["age"], "zip": COLUMNS["zip"], "sex": {"role": "quasi"},
-        "unit": {"role": "quasi", "partition_key": True}, "diagnosis": {"role": "sensitive"},
-        "admitted": {"role": "insensitive"},
-    }
+    data, columns = tiny_discharges(n, seed, keys), TINY_COLUMNS
     thresholds = {"k": k, **({"l_distinct": l_div} if l_div else {})}
     spec = load_spec(write_release(tmp_path_factory.mktemp("tiny"), data=data, columns=columns,
                                    anonymization={"method": "global", "suppression": "cells", "k": k,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +18,16 @@ from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_releases import COLUMNS, check_json, discharges, without_id, write_release
+from tests.support.spark_releases import (
+    COLUMNS,
+    PARTITION_KEYS,
+    TINY_COLUMNS,
+    check_json,
+    discharges,
+    tiny_discharges,
+    without_id,
+    write_release,
+)
 
 pytestmark = pytest.mark.usefixtures("master_key")
 
@@ -141,7 +149,7 @@ def test_adult_by_sex_equals_the_pandas_engine(spark_engine, tmp_path, adult_dir
     assert_same(pandas, spark, published)
 
 
-KEYS = st.sampled_from([1, 2, 2.0, None])  # int and float keys, a missing one
+KEYS = st.sampled_from(PARTITION_KEYS)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -149,24 +157,7 @@ KEYS = st.sampled_from([1, 2, 2.0, None])  # int and float keys, a missing one
        keys=st.lists(KEYS, min_size=2, max_size=3, unique=True), t=st.sampled_from([None, 0.45]))
 def test_tiny_tables_alike(spark_engine, tmp_path_factory, n, seed, k, keys, t):
     """Nulls, empty strings, int and float partition keys, categories no row uses."""
-    rng = np.random.default_rng(seed)
-    ages = rng.choice([20, 25, 31, 40, 52], n).astype(float)
-    ages[rng.random(n) < 0.15] = np.nan
-    zips = pd.Categorical(rng.choice(["28001", "28002", "46001", ""], n),
-                          categories=["28001", "28002", "46001", "", "99999"])
-    part = pd.Series([keys[i] for i in rng.integers(0, len(keys), n)], dtype=object)
-    part = part.astype(float) if all(isinstance(v, (int, float)) or v is None for v in keys) else part
-    data = pd.DataFrame({
-        "pid": [f"P{i}" for i in range(n)], "age": ages, "zip": zips.astype(str),
-        "sex": rng.choice(["F", "M", ""], n), "unit": part,
-        "diagnosis": rng.choice(["A", "B", "C"], n), "admitted": pd.Timestamp("2024-05-01"),
-    })
-    data.loc[rng.random(n) < 0.1, "sex"] = None
-    columns = {
-        "pid": COLUMNS["pid"], "age": COLUMNS["age"], "zip": COLUMNS["zip"], "sex": {"role": "quasi"},
-        "unit": {"role": "quasi", "partition_key": True}, "diagnosis": {"role": "sensitive"},
-        "admitted": {"role": "insensitive"},
-    }
+    data, columns = tiny_discharges(n, seed, keys), TINY_COLUMNS
     thresholds = {"k": k, **({"t_closeness": t} if t else {})}
     spec = load_spec(write_release(tmp_path_factory.mktemp("tiny"), data=data, columns=columns,
                                    anonymization={"method": "mondrian", "k": k, "max_suppression": 0.5},

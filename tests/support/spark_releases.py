@@ -52,6 +52,36 @@ COLUMNS: dict[str, Any] = {
 }
 
 
+# partition keys as integers and floats, and a missing one
+PARTITION_KEYS = [1, 2, 2.0, None]
+
+TINY_COLUMNS: dict[str, Any] = {
+    "pid": COLUMNS["pid"], "age": COLUMNS["age"], "zip": COLUMNS["zip"], "sex": {"role": "quasi"},
+    "unit": {"role": "quasi", "partition_key": True}, "diagnosis": {"role": "sensitive"},
+    "admitted": {"role": "insensitive"},
+}
+
+
+def tiny_discharges(n: int, seed: int, keys: list[object]) -> pd.DataFrame:
+    """``n`` discharges of 2024 with missing ages and sexes, empty strings, a zip category no row
+    uses and the partition key ``unit`` drawn from ``keys`` (all numbers: a float column); the
+    columns :data:`TINY_COLUMNS` declares."""
+    rng = np.random.default_rng(seed)
+    ages = rng.choice([20, 25, 31, 40, 52], n).astype(float)
+    ages[rng.random(n) < 0.15] = np.nan
+    zips = pd.Categorical(rng.choice(["28001", "28002", "46001", ""], n),
+                          categories=["28001", "28002", "46001", "", "99999"])
+    part = pd.Series([keys[i] for i in rng.integers(0, len(keys), n)], dtype=object)
+    part = part.astype(float) if all(isinstance(v, (int, float)) or v is None for v in keys) else part
+    data = pd.DataFrame({
+        "pid": [f"P{i}" for i in range(n)], "age": ages, "zip": zips.astype(str),
+        "sex": rng.choice(["F", "M", ""], n), "unit": part,
+        "diagnosis": rng.choice(["A", "B", "C"], n), "admitted": pd.Timestamp("2024-05-01"),
+    })
+    data.loc[rng.random(n) < 0.1, "sex"] = None
+    return data
+
+
 def write_release(folder: Path, *, name: str = "tiny", data: pd.DataFrame | None = None,
                   columns: dict[str, Any] | None = None, **sections: Any) -> Path:
     """The spec (``folder/specs/<name>.yaml``) and its data (``folder/data/<name>.parquet``);
