@@ -54,7 +54,7 @@ def reverify_in_pipes(context: dg.AssetExecutionContext, spec: ReleaseSpec, *, l
                       run_args: Mapping[str, Any], resource_key: str = RESOURCE_KEY,
                       extras: Mapping[str, Any] | None = None) -> Reverification:
     """Ask the external job for the published table's frequency table (written to ``location``, a
-    path both sides read) and re-judge its frequency-derived checks here; refused when the file's
+    local path or object-storage URI both sides read) and re-judge its frequency-derived checks here; refused when the file's
     SHA-256 or a verdict differs from what the job reported, or a re-judged check fails."""
     done = run_step(context, spec, pv.STEP_FREQUENCIES, run_args=run_args, resource_key=resource_key,
                     extras={pv.EXTRA_FREQUENCIES: location, **(extras or {})})

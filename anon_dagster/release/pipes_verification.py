@@ -33,8 +33,9 @@ from typing import Any
 
 import pandas as pd
 
+from .. import objectstore
 from ..criteria import REGISTRY, TOLERANCE, declared_checks
-from ..errors import DataError
+from ..errors import DataError, UserError
 from ..io import write_table_atomic
 from ..risk.frequencies import COUNT_COLUMN, frequency_table, measure_frequencies
 from ..spec import ReleaseSpec
@@ -50,9 +51,10 @@ PERSON_COLUMN = "__person"  # each frequency row's person, derived from the link
 
 @dataclass(frozen=True)
 class FrequencyFile:
-    """A frequency table written: where, its SHA-256 (hex) and its number of rows."""
+    """A frequency table written: where (a local path or an object-storage location), its SHA-256
+    (hex) and its number of rows."""
 
-    path: Path
+    path: Path | objectstore.ObjectPath
     sha256: str
     rows: int
 
@@ -84,14 +86,28 @@ def published_frequencies(spec: ReleaseSpec, anonymized: pd.DataFrame) -> pd.Dat
                                   if isinstance(view[c].dtype, pd.CategoricalDtype)})
 
 
-def write_frequencies(freq: pd.DataFrame, path: str | Path) -> FrequencyFile:
-    """Write ``freq`` as parquet to ``path`` (atomically) and digest the file written."""
-    path = Path(path)
-    if path.suffix != ".parquet":
-        raise DataError(f"{path}: the frequency table is written as parquet: name a .parquet file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_table_atomic(freq, path)
-    return FrequencyFile(path, hashlib.sha256(path.read_bytes()).hexdigest(), len(freq))
+def write_frequencies(freq: pd.DataFrame, where: str | Path) -> FrequencyFile:
+    """Write ``freq`` as parquet to ``where`` (a local path, written atomically and owner-only, or
+    an object-storage URI: :mod:`~anon_dagster.objectstore`) and digest the bytes written."""
+    loc = objectstore.location(str(where))
+    if loc.suffix != ".parquet":
+        raise DataError(f"{where}: the frequency table is written as parquet: name a .parquet file")
+    if isinstance(loc, objectstore.ObjectPath):
+        buffer = io.BytesIO()
+        freq.to_parquet(buffer, index=False)
+        objectstore.upload(loc, buffer.getvalue())
+        return FrequencyFile(loc, hashlib.sha256(buffer.getvalue()).hexdigest(), len(freq))
+    loc.parent.mkdir(parents=True, exist_ok=True)
+    write_table_atomic(freq, loc)
+    return FrequencyFile(loc, hashlib.sha256(loc.read_bytes()).hexdigest(), len(freq))
+
+
+def read_location(where: str) -> bytes | None:
+    """The bytes at ``where`` (a local path or an object-storage URI); None when there is nothing."""
+    loc = objectstore.location(where)
+    if isinstance(loc, objectstore.ObjectPath):
+        return objectstore.read_bytes(loc)
+    return loc.read_bytes() if loc.is_file() else None
 
 
 def frequency_checks(spec: ReleaseSpec) -> list[str]:
@@ -210,12 +226,16 @@ def read_and_rejudge(spec: ReleaseSpec, message: Mapping[str, Any] | None) -> Re
     if not isinstance(path, str) or not isinstance(sha256, str):
         return Reverification(problems=["the external job's frequency-table message has no path or SHA-256"])
     try:
-        data = Path(path).read_bytes()  # read once: the digest and the figures are of the same bytes
-    except OSError as exc:
-        return Reverification(problems=[f"{path}: the frequency table could not be read: {exc.strerror}"])
+        data = read_location(path)  # read once: the digest and the figures are of the same bytes
+    except (OSError, UserError) as exc:
+        return Reverification(problems=[f"{objectstore.shown(path)}: the frequency table could not be read: "
+                                        f"{objectstore.describe(exc)}"])
+    if data is None:
+        return Reverification(problems=[f"{objectstore.shown(path)}: the frequency table could not be read: "
+                                        "there is no such file"])
     return rejudge(spec, data, sha256=sha256, reported=list(message.get("checks") or []))
 
 
 __all__ = ["COUNT_COLUMN", "FIRST_ROW", "PERSON_COLUMN", "FrequencyFile", "Reverification", "frequency_checks",
-           "frequency_columns", "measure_frequency_file", "published_frequencies", "read_and_rejudge", "rejudge",
+           "frequency_columns", "measure_frequency_file", "published_frequencies", "read_and_rejudge", "read_location", "rejudge",
            "with_categories", "write_frequencies"]

@@ -150,3 +150,17 @@ def test_a_file_that_is_not_a_frequency_table_refuses_in_one_line(gate_run):
     assert not verification.passed and verification.checks == []
     assert len(verification.problems) == 1 and "\n" not in verification.problems[0]
     assert verification.problems[0].startswith("the frequency table could not be measured: ")
+
+
+def test_a_frequency_table_on_object_storage_is_written_and_re_judged(reported, s3_bucket):
+    spec, local, checks = reported
+    written = write_frequencies(pd.read_parquet(local.path), s3_bucket.uri("frequencies/2023.parquet"))
+    assert written.sha256 == hashlib.sha256(s3_bucket.get("frequencies/2023.parquet")).hexdigest()
+    message = {"path": str(written.path), "sha256": written.sha256, "checks": checks}
+    assert read_and_rejudge(spec, message).passed
+    s3_bucket.put("frequencies/2023.parquet", local.path.read_bytes() + b"\0")  # replaced after it was reported
+    replaced = read_and_rejudge(spec, message)
+    assert not replaced.passed and "SHA-256" in replaced.problems[0]
+    gone = read_and_rejudge(spec, {**message, "path": s3_bucket.uri("frequencies/none.parquet")})
+    assert gone.problems == [f"{s3_bucket.uri('frequencies/none.parquet')}: the frequency table could not be read: "
+                             "there is no such file"]
