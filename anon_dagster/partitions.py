@@ -41,6 +41,18 @@ _OFFSETS = {
 }
 
 
+def window_schedule(spec: ReleaseSpec) -> dict[str, str | None] | None:
+    """The spec's windows as a scheduler takes them: the key of the first window (``start``) and,
+    when the spec ends, of the window it ends in (``end``), in the cadence's key format (``fmt``),
+    and the ``cron_schedule`` of the windows' boundaries; None for an unpartitioned release."""
+    if spec.partitions is None:
+        return None
+    fmt = KEY_FORMATS[spec.partitions.cadence]
+    return {"start": pd.Timestamp(spec.partitions.start).strftime(fmt),
+            "end": pd.Timestamp(spec.partitions.end).strftime(fmt) if spec.partitions.end else None,
+            "fmt": fmt, "cron_schedule": CRONS[spec.partitions.cadence]}
+
+
 def partition_window(spec: ReleaseSpec, key: str) -> tuple[pd.Timestamp, pd.Timestamp]:
     """The ``[start, end)`` window of partition ``key``.
 

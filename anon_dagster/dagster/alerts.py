@@ -1,10 +1,10 @@
-"""The refusal alert resource: posts each refusal to a webhook configured by reference
-(``EnvVar``: Dagster shows the variable's name, never the URL); the post is the core's
-(:mod:`anon_dagster.release.alerts`)."""
+"""The refusal alert resource: posts each refusal (:mod:`anon_dagster.release.alerts`) to a webhook
+configured by reference (``EnvVar``: Dagster shows the variable's name, never the URL)."""
 
 from __future__ import annotations
 
 import os
+from functools import cache
 
 from dagster import ConfigurableResource, EnvVar
 
@@ -25,17 +25,15 @@ class RefusalAlertResource(ConfigurableResource):
         return post_refusal(self.webhook_url, refusal, self.timeout_seconds)
 
 
-_DEFAULT: dict[bool, RefusalAlertResource] = {}
+@cache  # the same object for every release: one resource per resource key
+def _alert(configured: bool) -> RefusalAlertResource:
+    return RefusalAlertResource(webhook_url=EnvVar(ENV_WEBHOOK)) if configured else RefusalAlertResource()
 
 
 def refusal_alert_from_env() -> RefusalAlertResource:
     """``webhook_url=EnvVar("ANON_DAGSTER_REFUSAL_WEBHOOK")`` when it is set as the definitions
-    load, else one sending nothing; the same object for every release (one per resource key)."""
-    configured = bool(os.environ.get(ENV_WEBHOOK))
-    if configured not in _DEFAULT:
-        _DEFAULT[configured] = (RefusalAlertResource(webhook_url=EnvVar(ENV_WEBHOOK)) if configured
-                                else RefusalAlertResource())
-    return _DEFAULT[configured]
+    load, else one sending nothing."""
+    return _alert(bool(os.environ.get(ENV_WEBHOOK)))
 
 
 __all__ = ["ENV_WEBHOOK", "RESOURCE_KEY", "Refusal", "RefusalAlertResource", "reason_lines",

@@ -7,7 +7,7 @@ import pytest
 
 from anon_dagster.dagster.partitions import partitions_def_for
 from anon_dagster.errors import DataError, UserError
-from anon_dagster.partitions import partition_window, read_release_data
+from anon_dagster.partitions import partition_window, read_release_data, window_schedule
 from anon_dagster.spec import spec_from_dict
 
 
@@ -33,6 +33,13 @@ def test_windows_equal_dagster_windows(tmp_path, cadence):
         start, end = partition_window(spec, key)
         assert (start, end) == (pd.Timestamp(window.start.replace(tzinfo=None)),
                                 pd.Timestamp(window.end.replace(tzinfo=None)))
+
+
+def test_the_schedule_of_the_windows_is_their_first_and_last_key_and_their_cron(tmp_path):
+    assert window_schedule(make_spec(tmp_path, "quarterly", start="2024-02-10", end="2025-01-01")) == {
+        "start": "2024-02-10", "end": "2025-01-01", "fmt": "%Y-%m-%d", "cron_schedule": "0 0 1 1,4,7,10 *"}
+    assert window_schedule(make_spec(tmp_path, "yearly", start="2023-06-01", end=None)) == {
+        "start": "2023", "end": None, "fmt": "%Y", "cron_schedule": "0 0 1 1 *"}
 
 
 def test_keys_that_start_no_window_are_refused(tmp_path):
