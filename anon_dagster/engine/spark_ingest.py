@@ -143,6 +143,7 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
         KeyRequest,
         LinkageStep,
         PseudonymPlan,
+        pseudonym_batches,
         pseudonymize_batches,
     )
 
@@ -207,7 +208,8 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
         out = planned
         if summaries or link is not None:
             # computed once: a scope-row pseudonym is random, and the keyed ones cost a pass
-            out = executor_errors(lambda: planned.localCheckpoint(eager=True))
+            with pseudonym_batches(engine.spark):
+                out = executor_errors(lambda: planned.localCheckpoint(eager=True))
     backend = keystore.backend.kind if keystore is not None else None
     return SparkPseudonymized(out, summaries, dropped, backend, planned)
 

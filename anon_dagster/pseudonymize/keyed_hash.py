@@ -92,10 +92,14 @@ def _hex_matrix(raw: np.ndarray, prefix: str) -> np.ndarray:
 _HEX_PAIRS = np.frombuffer(bytes(range(256)).hex().encode("ascii"), dtype=np.uint16)
 
 
-def _rows_to_strings(rows: np.ndarray, codes: np.ndarray, valid: np.ndarray) -> pa.Array:
-    """Arrow strings: row ``codes[i]`` of the fixed-width matrix where ``valid[i]``, else null."""
-    n, width = len(codes), rows.shape[1]
-    data = rows[codes[valid]].tobytes()
+def _rows_to_strings(rows: np.ndarray, codes: np.ndarray | None, valid: np.ndarray) -> pa.Array:
+    """Arrow strings: row ``codes[i]`` of the fixed-width matrix where ``valid[i]``, else null.
+
+    ``codes`` None: the k-th present row takes row k, so the matrix is the strings' data as it is
+    (no gather, no per-row codes).
+    """
+    n, width = len(valid), rows.shape[1]
+    data = rows.tobytes() if codes is None else rows[codes[valid]].tobytes()
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(valid * width, out=offsets[1:])
     null_count = int(n - valid.sum())
@@ -109,7 +113,7 @@ def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Arr
     if n == 0:
         return pa.array([], type=pa.large_string())
     rows = _hex_rows(hmac_concat(key, values), prefix)
-    return _rows_to_strings(rows, np.arange(n), np.ones(n, dtype=bool))
+    return _rows_to_strings(rows, None, np.ones(n, dtype=bool))
 
 
 def random_hex_column(normalized: pa.Array, prefix: str = "") -> tuple[pa.Array, int]:
@@ -126,17 +130,19 @@ def random_hex_column(normalized: pa.Array, prefix: str = "") -> tuple[pa.Array,
     if present == 0:
         return pa.nulls(len(normalized), type=pa.large_string()), 0
     raw = np.frombuffer(secrets.token_bytes(HMAC_BYTES * present), dtype=np.uint8).reshape(present, HMAC_BYTES)
-    codes = np.cumsum(valid, dtype=np.intp) - 1  # the k-th present row takes random value k
-    return _rows_to_strings(_hex_matrix(raw, prefix), codes, valid), distinct
+    # the k-th present row takes random value k
+    return _rows_to_strings(_hex_matrix(raw, prefix), None, valid), distinct
 
 
 def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "",
-                dedupe: bool | None = None) -> tuple[pa.Array, int]:
+                dedupe: bool | None = None, count: bool = True) -> tuple[pa.Array, int | None]:
     """HMAC pseudonyms of a normalized column (null stays null) and its number of distinct values.
 
     Repeated identifiers are keyed once (``dedupe``; default: decided by
     :func:`repeats_enough_to_deduplicate`); otherwise every row is keyed and the distinct count
-    is taken from the digests. The output is assembled in one fixed-width numpy pass.
+    is taken from the digests, unless ``count`` is false (the count is then None: a caller that
+    does not read it, such as a Spark executor keying one batch, skips the sort it costs). The
+    output is assembled in one fixed-width numpy pass.
     """
     if dedupe is None:
         dedupe = repeats_enough_to_deduplicate(normalized)
@@ -155,14 +161,15 @@ def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "",
         return pa.nulls(len(normalized), type=pa.large_string()), 0
     raw = hmac_concat(key, present.cast(pa.large_binary()).to_pylist())
     rows = _hex_rows(raw, prefix)
+    valid = normalized.is_valid().to_numpy(zero_copy_only=False)
+    if not count:  # the k-th present row takes digest k
+        return _rows_to_strings(rows, None, valid), None
     # distinct identifiers = distinct digests; 64 of their bits suffice to count them, and a
     # sort (SIMD) then counting changes is far cheaper than np.unique's hash table
     heads = np.frombuffer(raw, dtype=np.uint64)[::4].copy()
     heads.sort()
     distinct = 1 + int(np.count_nonzero(heads[1:] != heads[:-1]))
-    valid = normalized.is_valid().to_numpy(zero_copy_only=False)
-    codes = np.cumsum(valid, dtype=np.intp) - 1  # the k-th present row takes digest k
-    return _rows_to_strings(rows, codes, valid), distinct
+    return _rows_to_strings(rows, None, valid), distinct
 
 
 __all__ = [

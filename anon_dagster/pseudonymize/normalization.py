@@ -22,8 +22,18 @@ import pyarrow.compute as pc
 from ..errors import DataError
 
 
-def _as_text(values: pd.Series | Sequence, column: str) -> pa.Array:
-    """Identifiers as an Arrow string array (nulls kept). Integers print without a decimal point."""
+def _as_text(values: pd.Series | pa.Array | pa.ChunkedArray | Sequence, column: str) -> pa.Array:
+    """Identifiers as an Arrow string array (nulls kept). Integers print without a decimal point.
+
+    An Arrow array of text is used as it is (what the Spark engine's executors receive): going
+    through pandas and back would copy every value twice for the same strings.
+    """
+    if isinstance(values, pa.ChunkedArray) and (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array) and (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return values
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pandas()
     s = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
     if pd.api.types.is_float_dtype(s.dtype):
         finite = s.dropna()
@@ -86,7 +96,7 @@ def _casefold(arr: pa.Array, unicode: str) -> pa.Array:
 
 
 def normalize_identifiers(
-    values: pd.Series | Sequence,
+    values: pd.Series | pa.Array | Sequence,
     *,
     trim: bool = True,
     case: str = "keep",
