@@ -112,3 +112,20 @@ def test_a_stored_folder_changed_after_its_step_is_refused(tmp_path, spark_engin
     with pytest.raises(DataError, match="not the one its step wrote"):
         engine_steps.pseudonymized_step(spark_engine, spec, stored, keystore=lambda: store, partition="2023",
                                         storage=lambda: folder)
+
+
+def test_the_driver_reads_a_stored_table_only_within_max_driver_cells(tmp_path, spark):
+    from anon_dagster.engine.spark_engine import SparkEngine
+    from anon_dagster.engine.spark_frames import DriverLimit
+    from anon_dagster.engine.spark_store import driver_rows, load_table, store_table
+
+    df = spark.createDataFrame(pd.DataFrame({"a": list("jihgfedcba"), "b": range(10), "__row": range(10, 0, -1)}))
+    stored = store_table(df, tmp_path / "base" / "t" / "1", tmp_path / "base")
+    assert stored.rows == 10 and stored.columns == ("a", "b", "__row")
+    fits = SparkEngine(spark, max_driver_cells=20, scratch_dir=tmp_path / "scratch")
+    rows = driver_rows(fits, load_table(fits, stored), ["a", "b"], stored.rows, what="the published rows")
+    assert rows["a"].tolist() == list("abcdefghij")  # in the rows' source order
+    over = SparkEngine(spark, max_driver_cells=19, scratch_dir=tmp_path / "scratch")
+    with pytest.raises(DriverLimit, match=r"^the published rows has 10 rows x 2 columns = 20 cells, more than .*"
+                                          r"max_driver_cells=19\)"):
+        driver_rows(over, load_table(over, stored), ["a", "b"], stored.rows, what="the published rows")
