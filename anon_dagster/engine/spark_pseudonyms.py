@@ -242,7 +242,7 @@ def pseudonymize_batches(plan: PseudonymPlan):
 
 
 __all__ = [
-    "CHECK_LABEL", "DISTINCT_PREFIX", "DISTINCT_PURPOSE", "ColumnStep", "KeyRequest", "LinkageStep",
+    "BATCH_ROWS_CONF", "CHECK_LABEL", "DISTINCT_PREFIX", "DISTINCT_PURPOSE", "ColumnStep", "KeyRequest", "LinkageStep",
     "PSEUDONYM_BATCH_ROWS", "PseudonymPlan", "check_value", "executor_key", "pseudonym_batches",
     "pseudonymize_batches",
 ]

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from anon_dagster.engine.spark_frames import ROW_COLUMN
 from anon_dagster.errors import SecretError
@@ -172,3 +174,102 @@ def test_no_key_in_the_plan_the_event_log_or_the_local_files(tmp_path):
     assert passphrase.encode() not in raw
     written = pd.read_parquet(tmp_path / "pseudonymized")
     assert written["pid"].dropna().str.fullmatch(r"v1:[0-9a-f]{32}").all()
+
+
+# ----- the executors' function, batch by batch (no Spark needed) ------------------------------
+SPELLINGS = ["P001", " P001", "p001 ", "", "  ", None, "Straße", "STRASSE", "ﬁle", "Ω1", "P002", "P003"]
+
+
+class FakeConf:
+    """The part of ``spark.conf`` that :func:`pseudonym_batches` uses."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = dict(values)
+
+    def get(self, key: str) -> str:
+        return self.values[key]
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+
+def plan_for(keystore):
+    """The executors' plan of a keyed hmac column, an aes_siv column and a scope-row column, as
+    :func:`~anon_dagster.engine.spark_ingest.pseudonymize` builds it."""
+    from anon_dagster.engine.spark_pseudonyms import (
+        DISTINCT_PREFIX,
+        DISTINCT_PURPOSE,
+        ColumnStep,
+        KeyRequest,
+        PseudonymPlan,
+    )
+
+    v = keystore.current_version
+    steps = (
+        ColumnStep("pid", key=KeyRequest("pseudonym", "research", "hmac", v).checked(keystore), prefix=f"v{v}:",
+                   normalize=(True, "lower", "NFC")),
+        ColumnStep("card", method="aes_siv", purpose="billing", prefix=f"v{v}:", normalize=(True, "keep", "NFKC"),
+                   key=KeyRequest("pseudonym", "billing", "aes_siv", v).checked(keystore)),
+        ColumnStep("stay", scope="row", prefix=f"v{v}:", distinct=KeyRequest("internal", DISTINCT_PURPOSE).checked(keystore)),
+    )
+    return PseudonymPlan(steps, None, ("pid", "card", "stay", DISTINCT_PREFIX + "stay", "n"))
+
+
+@pytest.mark.usefixtures("master_key")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(SPELLINGS) - 1), max_size=60), cuts=st.lists(st.integers(0, 60), max_size=6))
+def test_batches_cut_anywhere_give_the_pandas_engines_pseudonyms(picks, cuts, monkeypatch):
+    """Wherever Spark cuts the rows into Arrow batches (empty batches, a batch of nulls or empty
+    strings only, one row), the executors' pseudonyms are the pandas engine's on the whole column."""
+    import pyarrow as pa
+
+    from anon_dagster.engine import spark_pseudonyms
+    from anon_dagster.pseudonymize import pseudonymize_values
+    from anon_dagster.spec import NormalizeSpec
+
+    monkeypatch.setattr(spark_pseudonyms, "_KEYS", {})
+    monkeypatch.setattr(spark_pseudonyms, "_STORE", [])
+    keystore = open_keystore()
+    values = [SPELLINGS[i] for i in picks]
+    table = pa.table({"pid": pa.array(values, pa.string()), "card": pa.array(values, pa.string()),
+                      "stay": pa.array(values, pa.string()), "n": pa.array(range(len(values)), pa.int64())})
+    bounds = [0, *sorted(c for c in cuts if c <= len(values)), len(values)]  # repeated cuts: empty batches
+    batches = [pa.RecordBatch.from_pylist(table.slice(a, b - a).to_pylist(), schema=table.schema)
+               for a, b in zip(bounds, bounds[1:], strict=False)]
+    run = spark_pseudonyms.pseudonymize_batches(plan_for(keystore))
+    out = pa.Table.from_batches(list(run(iter(batches))))
+    assert out["n"].to_pylist() == list(range(len(values)))
+    series = pd.Series(values, dtype=object)
+    pid, _ = pseudonymize_values(series, keystore, method="hmac", purpose="research",
+                                 normalize=NormalizeSpec(case="lower"))
+    card, _ = pseudonymize_values(series, keystore, method="aes_siv", purpose="billing",
+                                  normalize=NormalizeSpec(unicode="NFKC"))
+    assert out["pid"].to_pylist() == [None if pd.isna(v) else v for v in pid]
+    assert out["card"].to_pylist() == [None if pd.isna(v) else v for v in card]
+    # scope row: null exactly where the normalized identifier is missing or empty, else fresh values
+    stay = out["stay"].to_pylist()
+    assert [s is None for s in stay] == [v is None or not v.strip() for v in values]
+    assert len({s for s in stay if s is not None}) == sum(s is not None for s in stay)
+
+
+def test_pseudonym_batches_raise_the_batch_size_and_restore_it():
+    from anon_dagster.engine.spark_pseudonyms import (
+        BATCH_ROWS_CONF,
+        PSEUDONYM_BATCH_ROWS,
+        pseudonym_batches,
+    )
+
+    class Session:
+        conf = FakeConf({BATCH_ROWS_CONF: "10000"})
+
+    seen = []
+    with pseudonym_batches(Session):
+        seen.append(Session.conf.get(BATCH_ROWS_CONF))
+    assert seen == [str(PSEUDONYM_BATCH_ROWS)]
+    assert Session.conf.get(BATCH_ROWS_CONF) == "10000"
+    # a larger setting is the session's choice, kept; restored even when the query fails
+    Session.conf.set(BATCH_ROWS_CONF, "500000")
+    with pytest.raises(RuntimeError), pseudonym_batches(Session):
+        seen.append(Session.conf.get(BATCH_ROWS_CONF))
+        raise RuntimeError("the query failed")
+    assert seen[-1] == "500000" and Session.conf.get(BATCH_ROWS_CONF) == "500000"
