@@ -446,6 +446,8 @@ class Lattice:
         self._radix = np.append(self._radix[1:], 1)
 
         self._code_tabs: list[list[np.ndarray]] | None = None  # the metric per code (_per_code)
+        # per QI, the QI whose figures the metric reads and the level this one's 0 is there
+        self._whole: list[tuple[CodedQI, int]] = [(q, 0) for q in self.qis]
         self._log_values = 0.0
         self._bottom_state(sensitive)
         self._keys: PersonKeys | None = None
@@ -462,7 +464,8 @@ class Lattice:
     def from_frequencies(cls, qis: Sequence[CodedQI], counts: np.ndarray, policy: Policy,
                          sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
                          generalized: Sequence[bool] | None = None,
-                         persons: pd.Series | np.ndarray | None = None) -> Lattice:
+                         persons: pd.Series | np.ndarray | None = None,
+                         whole: Sequence[tuple[CodedQI, int] | None] | None = None) -> Lattice:
         """The lattice of a table given by its frequency table at the bottom node.
 
         ``qis`` and ``sensitive`` code the frequency table's rows (one per distinct combination
@@ -475,12 +478,21 @@ class Lattice:
         frequency row's person (the table then counts rows per person and combination, and a row
         without a person stands for one row, :func:`~anon_dagster.risk.person.split_unlinked`):
         the search targets k per person as over the rows, the persons' keys counting rows.
+
+        ``whole``: for a QI built by :func:`qi_above` (a sub-lattice's), the whole lattice's QI
+        (its value counts those of the rows) and the level the sub-lattice starts from; the
+        separable metric's figures (each label's loss, the entropy's constant, the search's
+        bound) are then the whole lattice's, so the losses of nodes of different sub-lattices
+        compare as in the search of the whole lattice. None (or a None entry): the QI's own.
         """
         counts = np.asarray(counts)
         for q in qis:
             q._counts = np.rint(np.bincount(q.codes, weights=counts.astype(np.float64),
                                             minlength=len(q.uniques))).astype(np.int64)
-        return cls(qis, policy, sensitive, metric, generalized=generalized, weights=counts, persons=persons)
+        lattice = cls(qis, policy, sensitive, metric, generalized=generalized, weights=counts, persons=persons)
+        if whole is not None:
+            lattice._whole = [w or (q, 0) for q, w in zip(lattice.qis, whole, strict=True)]
+        return lattice
 
     def _frequency_weights(self, weights: np.ndarray | None, persons: object, query: object) -> np.ndarray | None:
         """``weights`` as float64 (what bincount sums), checked against the rows; None for rows."""
@@ -772,14 +784,17 @@ class Lattice:
         """Per QI and level, the separable metric's figure of each code: the label's loss
         (``loss``) or log2 of the input rows under it (``entropy``); built on first use."""
         if self._code_tabs is None:
+            # a sub-lattice's code at level lv is its whole QI's code at level lv + offset
+            pairs = list(zip(self.qis, self._whole, strict=True))
             if self.metric == "loss":
-                self._code_tabs = [[label_loss(q, lv) for lv in range(q.n_levels)] for q in self.qis]
+                self._code_tabs = [[label_loss(w, lv + off) for lv in range(q.n_levels)] for q, (w, off) in pairs]
             else:
-                self._code_tabs = [[label_log_counts(q, lv, q.value_counts()) for lv in range(q.n_levels)]
-                                   for q in self.qis]
+                self._code_tabs = [[label_log_counts(w, lv + off, w.value_counts()) for lv in range(q.n_levels)]
+                                   for q, (w, off) in pairs]
                 # sum over rows and generalized QIs of log2 count(value), the metric's constant
-                self._log_values = float(sum(q.value_counts() @ np.log2(np.maximum(q.value_counts(), 1))
-                                             for q, g in zip(self.qis, self.generalized, strict=True) if g))
+                self._log_values = float(sum(w.value_counts() @ np.log2(np.maximum(w.value_counts(), 1))
+                                             for (w, _), g in zip(self._whole, self.generalized, strict=True)
+                                             if g))
         return self._code_tabs
 
     def _level_totals(self) -> list[np.ndarray]:
@@ -787,16 +802,32 @@ class Lattice:
         (:func:`~anon_dagster.anonymize.utility.separable_bounds`, the same sums, from the
         per-code figures :meth:`loss` reads)."""
         out = []
-        for qi, tabs in zip(self.qis, self._per_code(), strict=True):
-            vc = qi.value_counts()
+        for qi, tabs, (whole, off) in zip(self.qis, self._per_code(), self._whole, strict=True):
+            vc = whole.value_counts()
             per_level = np.zeros(qi.n_levels)
-            for lvl, codes in enumerate(qi.level_maps):
+            for lvl in range(qi.n_levels):
+                codes = whole.level_maps[lvl + off]
                 if self.metric == "loss":
                     per_level[lvl] = float(vc @ tabs[lvl][codes])
                 else:
                     per_level[lvl] = float(vc @ (tabs[lvl][codes] - np.log2(np.maximum(vc, 1))))
             out.append(per_level)
         return out
+
+    def bound_at(self, levels: Sequence[int]) -> float | None:
+        """The search's lower bound of the separable metric at the node ``levels`` (the sum over
+        the generalized QIs of their level totals, per row and QI for ``loss``), the first key of
+        the order :meth:`search` visits nodes in; None for a metric without one."""
+        if self.metric not in SEPARABLE:
+            return None
+        per_qi = self._level_totals()
+        bound = np.zeros(1)  # summed as the search sums it, QI by QI
+        for j in range(self.q):
+            if self.generalized[j]:
+                bound += per_qi[j][int(levels[j])]
+        if self.metric == "loss":
+            bound /= self.n_rows * self.n_gen
+        return float(bound[0])
 
     def _block_figures(self, b: int, combo: int) -> np.ndarray:
         """The separable metric's figure of each code of block ``b`` at level combination

@@ -5,6 +5,7 @@ removed by an anti-join)."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,11 +15,29 @@ import pyarrow as pa
 from ..errors import DataError
 from .base import UnsupportedOnEngine
 from .spark_cells import blank_cells
-from .spark_frames import COUNT_COLUMN, arrow_values, lookup_frame, null_safe
+from .spark_frames import COUNT_COLUMN, DriverLimit, arrow_values, lookup_frame, null_safe
 from .spark_persons import PERSON_COLUMN, drop_rows, linked_by, with_persons
 from .spark_record import record_only, spark_record
 from .spark_results import SparkAnonymized, SparkPseudonymized
 from .spark_session import SparkDriver
+
+
+@dataclass
+class _Table:
+    """The search's frequency table at ``floor`` (levels of the generalized QIs) and its coding:
+    ``source`` the rows with the raised QIs at their labels, ``qis`` the lattice's QIs."""
+
+    floor: dict[str, int]
+    raised: dict[str, int]
+    source: Any
+    schema: pa.Schema
+    freq: pd.DataFrame
+    counts: np.ndarray
+    coded: dict[str, Any]
+    qis: list[Any]
+    sens_coded: list[Any]
+    offsets: list[int]
+    whole: list[Any] | None
 
 
 def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
@@ -28,15 +47,15 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     (:meth:`~anon_dagster.anonymize.lattice.Lattice.from_frequencies`), the chosen node applied by
     Spark (:func:`apply_node`).
 
-    The table's size is counted on Spark first (:meth:`~.spark_session.SparkDriver.check_fits`):
-    one over ``max_driver_cells`` is refused before it is written. With
-    ``anonymization.min_levels`` the table is built at those levels (:func:`at_min_levels`) and
+    The table's size is counted on Spark first (:meth:`~.spark_session.SparkDriver.check_fits`).
+    With ``anonymization.min_levels`` the table is built at those levels (:func:`at_min_levels`) and
     the search runs over the sub-lattice above them, as the pandas engine runs it
-    (:func:`~anon_dagster.anonymize.global_method.run_global`)."""
-    from ..anonymize.coding import code_qi
-    from ..anonymize.criteria import Policy, sensitive_attributes
+    (:func:`~anon_dagster.anonymize.global_method.run_global`); one over ``max_driver_cells`` is
+    refused before it is written. Without them, a bottom table over ``max_driver_cells`` has the
+    lattice's nodes judged on Spark (:mod:`.spark_node_judging`): the search runs over the
+    sub-lattices whose tables fit, and chooses the node the search over the rows chooses."""
+    from ..anonymize.criteria import Policy
     from ..anonymize.global_method import check_solved, minimum_levels
-    from ..anonymize.lattice import Lattice, qi_above
 
     t0 = time.perf_counter()
     df = pseudonymized.df
@@ -54,7 +73,6 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     bottom_columns = list(dict.fromkeys(needed + by_query + linked))
     floor = minimum_levels(spec) if an.method == "global" else {c: 0 for c in gen}
     raised = {c: level for c, level in floor.items() if level > 0}
-    source, full = at_min_levels(engine, spec, df, raised) if raised else (df, {})
     budget = ("raise max_driver_cells (SparkEngine(max_driver_cells=...), EngineResource(max_driver_cells=...)) "
               "on a driver with the memory for it, or declare ")
     if raised:
@@ -65,40 +83,56 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         what = "the bottom frequency table (the QIs at level 0, the partition keys and the sensitive attributes)"
         ways_out = budget + ("anonymization.min_levels (the search starts from those levels and the table is "
                              "built on Spark at them)")
-    engine.check_fits(source, bottom_columns, what=what, ways_out=ways_out)
-    freq, schema = engine.frequencies(source, bottom_columns, what=what)
-    if linked:
-        freq = with_persons(engine, spec, freq, linked, what=what)
-    counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
-    n = int(counts.sum())
+    judged = None
+    if raised:
+        source, full = at_min_levels(engine, spec, df, raised)
+        engine.check_fits(source, bottom_columns, what=what, ways_out=ways_out)
+        tables = [_table_at(engine, spec, policy, source, full, floor, bottom_columns, linked, sens, what)]
+    else:
+        try:
+            engine.check_fits(df, bottom_columns, what=what, ways_out=ways_out)
+        except DriverLimit as refused:
+            if an.method != "global":
+                raise
+            judged, tables = _judged_tables(engine, spec, policy, df, bottom_columns, linked, sens, what, refused)
+        else:
+            tables = [_table_at(engine, spec, policy, df, {}, floor, bottom_columns, linked, sens, what)]
+    first = tables[0]
+    n = int(first.counts.sum())
     input_hash = engine.digest(df)
     if an.method == "none" or n == 0:
-        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, an.method)
+        return record_only(engine, spec, policy, df, first.freq, first.counts, input_hash, t0, an.method)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
-    coded = {c: qi_above(full[c], raised[c], freq[c]) if c in raised else code_qi(freq[c], spec.hierarchies[c])
-             for c in gen}
-    qis = [coded[c] for c in gen] + [code_qi(freq[c], None) for c in pks]
-    sens_coded = [a.code(freq[a.name]) for a in sensitive_attributes(spec, policy.sensitive)] if sens else []
-    offsets = [floor[c] for c in gen] + [0] * len(pks)
 
-    def run(persons: Any) -> tuple[Any, Any]:
-        lattice = Lattice.from_frequencies(qis, counts, policy, sens_coded, an.utility,
-                                           generalized=[True] * len(gen) + [False] * len(pks), persons=persons)
-        return lattice, lattice.search(frontier=an.frontier, progress=progress)
+    def run(per_person: bool) -> tuple[_Table, Any, Any, Any]:
+        found = [(t, *_search(t, policy, an, gen, pks, linked if per_person else [], progress)) for t in tables]
+        if judged is None:
+            t, lattice, result = found[0]
+            return t, lattice, result, result.above(t.offsets)
+        from .spark_node_judging import best_of
+
+        size = int(np.prod([float(first.whole[j][0].n_levels) if first.whole[j] else float(q.n_levels)
+                            for j, q in enumerate(first.qis)]))
+        win, search = best_of([(lattice, result, t.offsets) for t, lattice, result in found], size)
+        return found[win][0], found[win][1], found[win][2], search
 
     # ``found`` names the nodes in the lattice searched, ``search`` in the whole lattice
-    lattice, found = run(freq[PERSON_COLUMN] if linked else None)
+    table, lattice, found, search = run(bool(linked))
     if linked and not found.solved:
         # as the pandas engine: the row-level optimum; when it exists, its persons below k go to
         # the person pass after the search, which the Spark engine does not run
-        lattice, found = run(None)
-        check_solved(spec, policy, found.above(offsets))
+        table, lattice, found, search = run(False)
+        check_solved(spec, policy, search)
         raise UnsupportedOnEngine(
             "k per person when no generalization reaches it within the suppression budget (the persons "
             "below k removed after the search)", hint="raise anonymization.max_suppression, or --engine pandas")
-    search = found.above(offsets)
     check_solved(spec, policy, search)
+    search_entry = search.to_dict()
+    if judged is not None:
+        search_entry["judged_on_spark"] = judged.to_json(list(search.qis), gen)
+    freq, counts, coded, raised, source, schema = (table.freq, table.counts, table.coded, table.raised,
+                                                   table.source, table.schema)
     levels = dict(zip(gen, (int(v) for v in search.levels[: len(gen)]), strict=True))
     row_class, sizes, failing = lattice.failing_classes(found.levels)
     fail_rows = failing[row_class]
@@ -136,11 +170,70 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         kept = np.bincount(row_class, weights=np.where(fail_rows, 0, counts), minlength=len(sizes))
         kept = np.rint(kept[kept > 0]).astype(np.int64)
     record = spark_record(engine, spec, policy, freq, counts, fail_rows, kept, search.loss, input_hash, published,
-                          t0, original=df, levels=levels, search=search.to_dict(),
+                          t0, original=df, levels=levels, search=search_entry,
                           cells=cells.cells if cells is not None else None,
                           cell_suppression=cells.info if cells is not None else None,
                           person_suppression=person_section)
     return SparkAnonymized(published, record, int(counts[fail_rows].sum()), categories=categories)
+
+
+def _table_at(engine: SparkDriver, spec: Any, policy: Any, source: Any, full: dict[str, Any],
+              floor: dict[str, int], columns: list[str], linked: list[str], sens: list[str], what: str,
+              whole: bool = False) -> _Table:
+    """The search's frequency table of ``source`` (the rows with the QIs raised in ``floor`` at
+    their labels, ``full`` those QIs coded over their values) and the lattice's QIs over it;
+    ``whole``: the metric's figures of the whole lattice carried by the raised QIs."""
+    from ..anonymize.coding import code_qi
+    from ..anonymize.criteria import sensitive_attributes
+    from ..anonymize.lattice import qi_above
+
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    raised = {c: level for c, level in floor.items() if level > 0}
+    freq, schema = engine.frequencies(source, columns, what=what)
+    if linked:
+        freq = with_persons(engine, spec, freq, linked, what=what)
+    counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
+    coded = {c: qi_above(full[c], raised[c], freq[c]) if c in raised else code_qi(freq[c], spec.hierarchies[c])
+             for c in gen}
+    qis = [coded[c] for c in gen] + [code_qi(freq[c], None) for c in pks]
+    sens_coded = [a.code(freq[a.name]) for a in sensitive_attributes(spec, policy.sensitive)] if sens else []
+    offsets = [floor.get(c, 0) for c in gen] + [0] * len(pks)
+    carried = ([(full[c], raised[c]) if c in raised else None for c in gen] + [None] * len(pks)) if whole else None
+    return _Table(floor, raised, source, schema, freq, counts, coded, qis, sens_coded, offsets, carried)
+
+
+def _search(table: _Table, policy: Any, an: Any, gen: list[str], pks: list[str], linked: list[str],
+            progress: Any) -> tuple[Any, Any]:
+    """The lattice over ``table`` and its search (k per person with ``linked``)."""
+    from ..anonymize.lattice import Lattice
+
+    persons = table.freq[PERSON_COLUMN] if linked else None
+    lattice = Lattice.from_frequencies(table.qis, table.counts, policy, table.sens_coded, an.utility,
+                                       generalized=[True] * len(gen) + [False] * len(pks), persons=persons,
+                                       whole=table.whole)
+    return lattice, lattice.search(frontier=an.frontier, progress=progress)
+
+
+def _judged_tables(engine: SparkDriver, spec: Any, policy: Any, df: Any, columns: list[str], linked: list[str],
+                   sens: list[str], what: str, refused: DriverLimit) -> tuple[Any, list[_Table]]:
+    """The nodes judged on Spark (:func:`~.spark_node_judging.judge_nodes`) and the search's table
+    at each minimal node whose table fits."""
+    from .spark_frames import ROW_COLUMN
+    from .spark_node_judging import judge_nodes
+
+    gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
+    full, fields = coded_values(engine, spec, df, gen)
+    width = len(columns) + 1 + (1 if ROW_COLUMN in df.columns else 0)  # the count and the first row
+    judged = judge_nodes(engine, policy, df, gen, pks, columns, full, fields, width, refused)
+    tables = []
+    for node in judged.minimal:
+        floor = dict(zip(gen, node, strict=True))
+        raised = {c: level for c, level in floor.items() if level > 0}
+        source, _ = at_min_levels(engine, spec, df, raised, known=(full, fields))
+        tables.append(_table_at(engine, spec, policy, source, full, floor, columns, linked, sens,
+                                f"the frequency table at the node ({', '.join(f'{c}={v}' for c, v in floor.items())})",
+                                whole=True))
+    return judged, tables
 
 
 def person_suppression(spec: Any, policy: Any, freq: pd.DataFrame, counts: np.ndarray, extra: np.ndarray,
@@ -158,24 +251,35 @@ def person_suppression(spec: Any, policy: Any, freq: pd.DataFrame, counts: np.nd
                              search_targeted=True).to_json()
 
 
-def at_min_levels(engine: SparkDriver, spec: Any, df: Any, raised: dict[str, int]) -> tuple[Any, dict[str, Any]]:
-    """``df`` with each column of ``raised`` replaced by its label at the level given (a broadcast
-    join with the label map of the column's distinct values, as :func:`apply_node` applies a
-    node), and each such column coded over its distinct values
-    (:func:`~anon_dagster.anonymize.coding.code_qi`)."""
+def coded_values(engine: SparkDriver, spec: Any, df: Any, columns: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each of ``columns`` coded over its distinct values (:func:`~anon_dagster.anonymize.coding.code_qi`,
+    its value counts the rows of each) and its Arrow field."""
     from ..anonymize.coding import code_qi
 
     full: dict[str, Any] = {}
-    fields = []
-    for c in raised:
+    fields: dict[str, Any] = {}
+    for c in columns:
         # in the order of their first rows: the labels are then coded in the order the pandas
         # engine codes them from the rows
         values, schema = engine.frequencies(df, [c], what=f"the distinct values of column {c!r}")
-        full[c] = code_qi(values[c], spec.hierarchies[c])
-        fields.append(schema.field(c))
-    out, _ = apply_node(engine, df, pa.schema(fields), full, dict(raised), [], pd.DataFrame(),
+        qi = code_qi(values[c], spec.hierarchies[c])
+        weights = values[COUNT_COLUMN].to_numpy(np.float64) if len(values) else np.zeros(0)
+        qi._counts = np.rint(np.bincount(qi.codes, weights=weights, minlength=len(qi.uniques))).astype(np.int64)
+        full[c] = qi
+        fields[c] = schema.field(c)
+    return full, fields
+
+
+def at_min_levels(engine: SparkDriver, spec: Any, df: Any, raised: dict[str, int],
+                  known: tuple[dict[str, Any], dict[str, Any]] | None = None) -> tuple[Any, dict[str, Any]]:
+    """``df`` with each column of ``raised`` replaced by its label at the level given (a broadcast
+    join with the label map of the column's distinct values, as :func:`apply_node` applies a
+    node), and each such column coded over its distinct values (:func:`coded_values`, or
+    ``known``: those already coded, and their fields)."""
+    full, fields = known if known is not None else coded_values(engine, spec, df, list(raised))
+    out, _ = apply_node(engine, df, pa.schema([fields[c] for c in raised]), full, dict(raised), [], pd.DataFrame(),
                         np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
-    return out, full
+    return out, {c: full[c] for c in raised} if known is None else full
 
 
 def apply_node(engine: SparkDriver, df: Any, schema: pa.Schema, coded: dict[str, Any], levels: dict[str, int],
@@ -224,4 +328,4 @@ def apply_node(engine: SparkDriver, df: Any, schema: pa.Schema, coded: dict[str,
     return out, categories
 
 
-__all__ = ["anonymize_global", "apply_node", "at_min_levels"]
+__all__ = ["anonymize_global", "apply_node", "at_min_levels", "coded_values"]
