@@ -99,7 +99,13 @@ def _rows_to_strings(rows: np.ndarray, codes: np.ndarray | None, valid: np.ndarr
     (no gather, no per-row codes).
     """
     n, width = len(valid), rows.shape[1]
-    data = rows.tobytes() if codes is None else rows[codes[valid]].tobytes()
+    if codes is None:
+        data = rows.tobytes()
+    else:
+        # each row one fixed-size item: a 1-D take copies whole rows, where a 2-D fancy index
+        # copies them byte by byte (3.5x slower on 10M rows)
+        items = np.ascontiguousarray(rows).view(np.dtype((np.void, width))).reshape(len(rows))
+        data = np.take(items, codes[valid]).tobytes()
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(valid * width, out=offsets[1:])
     null_count = int(n - valid.sum())
@@ -144,6 +150,13 @@ def hmac_column(key: bytes, normalized: pa.Array, prefix: str = "",
     does not read it, such as a Spark executor keying one batch, skips the sort it costs). The
     output is assembled in one fixed-width numpy pass.
     """
+    result, distinct = _hmac_column(key, normalized, prefix, dedupe, count)
+    return result, distinct if count else None
+
+
+def _hmac_column(key: bytes, normalized: pa.Array, prefix: str, dedupe: bool | None,
+                 count: bool) -> tuple[pa.Array, int | None]:
+    """:func:`hmac_column`; the count may be None when ``count`` is false."""
     if dedupe is None:
         dedupe = repeats_enough_to_deduplicate(normalized)
     if dedupe:

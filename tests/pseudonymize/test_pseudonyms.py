@@ -410,6 +410,16 @@ def test_keying_every_row_or_each_distinct_value_once_agree(values):
     every, d_every = hmac_column(key, arr, "v3:", dedupe=False)
     assert once.to_pylist() == every.to_pylist()
     assert d_once == d_every
+    # without the distinct count (what an executor asks for): the same pseudonyms, no count
+    uncounted, d_none = hmac_column(key, arr, "v3:", dedupe=False, count=False)
+    assert uncounted.to_pylist() == once.to_pylist() and d_none is None
+    # RFC 2104 HMAC-SHA256, first 16 bytes in hex, null where the normalized value is missing
+    import hmac as reference
+    assert once.to_pylist() == [None if v is None else "v3:" + reference.new(key, v.encode(), "sha256").hexdigest()[:32]
+                                for v in arr.to_pylist()]
+    # an Arrow string column (what Spark's executors hold) normalizes as the pandas Series does
+    import pyarrow as pa
+    assert normalize_identifiers(pa.array(values, pa.string())).to_pylist() == arr.to_pylist()
 
 
 def test_deduplication_is_chosen_when_identifiers_repeat():
