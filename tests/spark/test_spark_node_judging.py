@@ -22,7 +22,12 @@ from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_releases import PARTITION_KEYS, TINY_COLUMNS, tiny_discharges, write_release
+from tests.support.spark_releases import (
+    PARTITION_KEYS,
+    TINY_COLUMNS,
+    tiny_discharges,
+    write_release,
+)
 
 pytestmark = pytest.mark.usefixtures("master_key")
 
