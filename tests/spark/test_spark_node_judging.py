@@ -107,31 +107,35 @@ def test_same_node_loss_suppression_and_rows_as_the_search_over_the_rows(spark_e
 
 
 def test_a_deeper_walk_has_several_minimal_nodes(spark_engine, tmp_path):
-    """A budget of a few table rows: the walk climbs several layers and searches more than one
-    sub-lattice, and still chooses the pandas engine's node."""
+    """k=10: the driver holds as many table rows as the class bound (29 of 207 rows), the walk
+    climbs several layers and searches more than one sub-lattice, and still chooses the pandas
+    engine's node."""
     spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 10, "max_suppression": 0.05,
                                                             "utility": "entropy"},
                                    policy={"thresholds": {"k": 10}}))
-    pandas, spark, published = both(spark_engine, spec, cells=12 * 6)
+    pandas, spark, published = both(spark_engine, spec)
     assert_same(pandas, spark, published)
     judged = spark.record.search["judged_on_spark"]
     assert len(judged["minimal_nodes"]) >= 2 and judged["nodes_over_budget"] >= 2
 
 
 def test_a_node_over_the_budget_within_the_bound_is_refused_naming_its_sizes(spark_engine, tmp_path):
-    """k=2 and no suppression: the bound is half the rows, and a driver holding 5 rows of a table
-    leaves nodes over the budget with fewer classes than the bound."""
-    spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 2},
-                                   policy={"thresholds": {"k": 2}}))
+    """k=10, 5 %: 29 classes at most (10 + 197 // 10); a driver holding 12 rows of a table leaves
+    a node over the budget with fewer classes than that."""
+    spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 10, "max_suppression": 0.05},
+                                   policy={"thresholds": {"k": 10}}))
     pseudo = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, "2024"), open_keystore(), partition="2024")
     table, width, bound = bottom_of(spark_engine, spec, pseudo)
-    spark_engine.max_driver_cells = 5 * width
+    assert bound == 29 and pseudo.df.count() == 207
+    spark_engine.max_driver_cells = 12 * width
     with pytest.raises(DriverLimit) as caught:
         spark_engine.anonymize(spec, pseudo)
     message = str(caught.value)
     assert "\n" not in message
     assert f"has {table:,} rows x {width} columns = {table * width:,} cells" in message  # the bottom
-    assert f"not more than the {bound:,} a node meeting the policy can have" in message
+    assert ("not more than the 29 a node meeting the policy can have (207 rows, k=10, suppression budget "
+            "10 rows)") in message
+    assert "judged on Spark, the node (" in message
     assert "raise max_driver_cells to at least" in message and "anonymization.min_levels" in message
 
 
