@@ -212,7 +212,7 @@ class PseudonymPlan:
 # Rows per Arrow batch handed to the Python workers while pseudonyms are made. Spark's default
 # (10,000) pays the JVM's Arrow framing and each batch's fixed Python work (key lookup,
 # normalization kernels, the deduplication estimate) 20 times as often; past about 200,000 rows
-# the cost per row no longer falls. Spark's ``maxBytesPerBatch`` (64 MB by default) still
+# the cost per row no longer falls. On Spark 4, ``maxBytesPerBatch`` (64 MB by default) still
 # bounds a batch of a wide table.
 PSEUDONYM_BATCH_ROWS = 200_000
 BATCH_ROWS_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
