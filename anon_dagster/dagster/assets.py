@@ -8,11 +8,13 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from ..release import gate, pipeline, publication, publish_step, shown_outcomes
+from ..engine import PandasEngine
+from ..release import engine_steps, pipeline, shown_outcomes
 from ..release import published_table as table_target
 from ..release.ledger import Ledger
 from ..release.release_names import SOURCE_INPUT, SYNTHETIC_INPUT, project_inputs
 from ..release.step_conventions import STEPS
+from ..release.step_storage import storage_folder
 from ..spec import ReleaseSpec
 from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
@@ -112,57 +114,66 @@ def table_assets(spec: ReleaseSpec, t: ReleaseTranslator,
 
 def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate: bool = False,
                   translator: ReleaseTranslator | None = None,
-                  refusal_alert: RefusalAlertResource | None = None) -> ReleaseDefinitions:
+                  refusal_alert: RefusalAlertResource | None = None, with_engine: bool = False) -> ReleaseDefinitions:
     """Build the assets, checks, job, schedule and sensors of one release. ``refusal_alert`` (default
-    :func:`~.alerts.refusal_alert_from_env`) is bound to the published asset."""
+    :func:`~.alerts.refusal_alert_from_env`) is bound to the published asset. With ``with_engine`` the
+    steps run on the ``engine`` resource (:class:`~.resources.EngineResource`), else on pandas; each
+    step's value is then a DataFrame or a StoredTable (:mod:`anon_dagster.release.engine_steps`)."""
     t = translator or ReleaseTranslator()
+    uses = {"engine", "io_manager"} if with_engine else set()
+
+    def engine(context: Any) -> Any:
+        return context.resources.engine.run_engine() if with_engine else PandasEngine()
+
+    def folder(context: dg.AssetExecutionContext) -> Any:  # the release's storage folder, for Spark's tables
+        return storage_folder(getattr(context.resources.io_manager, "base_dir", None), context.instance.storage_directory)
     pdef = partitions_def_for(spec)
     key = {step: t.asset_key(spec, step) for step in STEPS}
     upstream = {step: dg.AssetIn(key=key[step]) for step in ("anonymized", "pseudonymized", "raw")}
 
     @dg.asset(**asset_attributes(t, spec, "raw", pdef), ins=project_ins(spec, "raw"),
-              required_resource_keys={"keystore"})
-    def raw(context: dg.AssetExecutionContext, **source: Any) -> pd.DataFrame:  # source: an upstream asset's value
-        if pipeline.needs_keystore(spec):  # opened first: a key store unfit for use fails the run before any write
-            pipeline.check_keystore(spec, context.resources.keystore.open())
-        ingested = pipeline.ingest_source(spec, partition_of(context), source.get(SOURCE_INPUT),
-                                          table_partitioned=lambda: upstream_partitioned(context))
-        context.add_output_metadata(as_metadata(shown_outcomes.ingested_entries(ingested), rows=len(ingested.data)))
-        return ingested.data
+              required_resource_keys={"keystore", *uses})
+    def raw(context: dg.AssetExecutionContext, **source: Any) -> Any:  # source: an upstream asset's value
+        out = engine_steps.raw_step(engine(context), spec, partition_of(context), keystore=context.resources.keystore.open,
+                                    ingest=lambda: pipeline.ingest_source(
+                                        spec, partition_of(context), source.get(SOURCE_INPUT),
+                                        table_partitioned=lambda: upstream_partitioned(context)),
+                                    storage=lambda: folder(context))
+        context.add_output_metadata(as_metadata(out.entries, rows=out.rows))
+        return out.value
 
     @dg.asset(**asset_attributes(t, spec, "pseudonymized", pdef), ins={"raw": upstream["raw"]},
-           required_resource_keys={"keystore"})
-    def pseudonymized(context: dg.AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:
-        store = context.resources.keystore.open() if pipeline.needs_keystore(spec) else None
-        result = pipeline.pseudonymize(spec, raw, store, partition=partition_of(context))
-        context.add_output_metadata(as_metadata(shown_outcomes.pseudonymized_entries(result), rows=len(result.data)))
-        return result.data
+           required_resource_keys={"keystore", *uses})
+    def pseudonymized(context: dg.AssetExecutionContext, raw: Any) -> Any:
+        out = engine_steps.pseudonymized_step(engine(context), spec, raw, keystore=context.resources.keystore.open,
+                                              partition=partition_of(context), storage=lambda: folder(context))
+        context.add_output_metadata(as_metadata(out.entries, rows=out.rows))
+        return out.value
 
     @dg.asset(**asset_attributes(t, spec, "anonymized", pdef), ins={"pseudonymized": upstream["pseudonymized"],
-                                                                  **project_ins(spec, "anonymized")})
-    def anonymized(context: dg.AssetExecutionContext, pseudonymized: pd.DataFrame, **supplied: Any) -> pd.DataFrame:
-        result = pipeline.anonymize(spec, pseudonymized, synthetic_table=supplied.get(SYNTHETIC_INPUT))
-        reports = publication.reports_folder(spec, reports_dir, partition_of(context))
-        # the record places the population into these classes in the checks and the publication
-        record_file = publication.write_record(result.record, reports)
-        if result.unreachable:
-            context.log.warning(f"{spec.release} {partition_of(context) or ''}: {result.unreachable}")
-        context.add_output_metadata(as_metadata(shown_outcomes.anonymized_entries(result, record_file), record_file,
-                                                rows=len(result.data)))
-        return gate.attach_record(result.data, result.record)
+                                                                  **project_ins(spec, "anonymized")},
+              required_resource_keys=uses)
+    def anonymized(context: dg.AssetExecutionContext, pseudonymized: Any, **supplied: Any) -> Any:
+        # the record (written to the report folder, carried by the table) places the population into the classes
+        out = engine_steps.anonymized_step(engine(context), spec, pseudonymized, partition=partition_of(context),
+                                           reports_dir=reports_dir, storage=lambda: folder(context),
+                                           synthetic_table=supplied.get(SYNTHETIC_INPUT))
+        if out.warning:
+            context.log.warning(f"{spec.release} {partition_of(context) or ''}: {out.warning}")
+        context.add_output_metadata(as_metadata(out.entries, out.record_file, rows=out.rows))
+        return out.value
 
     # before the publication step among the steps ready together (in-process executor: in that order)
     @dg.multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
-                       ins=upstream, required_resource_keys={"ledger", "keystore"}, op_tags={"dagster/priority": "1"})
-    def release_checks(context: dg.AssetCheckExecutionContext, anonymized: pd.DataFrame,
-                       pseudonymized: pd.DataFrame, raw: pd.DataFrame):
+                       ins=upstream, required_resource_keys={"ledger", "keystore", *uses}, op_tags={"dagster/priority": "1"})
+    def release_checks(context: dg.AssetCheckExecutionContext, anonymized: Any, pseudonymized: Any, raw: Any):
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:  # judged against the ledger as it is; the publication step waits again
             context.log.warning(waited)
-        step = publish_step.check_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw,
-                                       ledger=run_ledger(context), partition=partition_of(context),
-                                       only={k.name for k in context.selected_asset_check_keys},
-                                       declared=[c.name for c in t.checks(spec)], reports_dir=reports_dir)
+        step = engine_steps.checks_step(engine(context), spec, anonymized=anonymized, pseudonymized=pseudonymized,
+                                        raw=raw, ledger=run_ledger(context), partition=partition_of(context),
+                                        only={k.name for k in context.selected_asset_check_keys},
+                                        declared=[c.name for c in t.checks(spec)], reports_dir=reports_dir)
         if step.problem:
             context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
         for result in step.evaluation.checks:  # a refused evaluation's report linked from each failed check
@@ -178,20 +189,19 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
         published_asset = dg.asset(**asset_attributes(t, spec, "published", pdef), ins=upstream,
                                 deps=ordering.earlier_partition_deps(spec, t),
                                 check_specs=[t.publication_check_spec(spec, pdef), t.freshness_check_spec(spec)],
-                                required_resource_keys={"ledger", "keystore", "io_manager", ALERT_KEY},
+                                required_resource_keys={"ledger", "keystore", "io_manager", ALERT_KEY, *uses},
                                 resource_defs={ALERT_KEY: refusal_alert or refusal_alert_from_env()},
                                 automation_condition=condition)
 
     @published_asset
-    def published(context: dg.AssetExecutionContext, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame,
-                  raw: pd.DataFrame) -> dg.MaterializeResult:
+    def published(context: dg.AssetExecutionContext, anonymized: Any, pseudonymized: Any, raw: Any) -> dg.MaterializeResult:
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:
             raise dg.Failure(description=waited)
         ledger = run_ledger(context)
         try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
-            step = publish_step.publication_step(
-                spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+            step = engine_steps.published_step(
+                engine(context), spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
                 partition=partition_of(context), keystore=context.resources.keystore,
                 storage=storage_folders(context), reports_dir=reports_dir, run_id=context.run.run_id)
         except TimeoutError as exc:

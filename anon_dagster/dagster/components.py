@@ -3,7 +3,7 @@ its scaffolder; which files are specs and which build: :mod:`anon_dagster.spec.d
 (docs/dagster.md)."""
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 
@@ -14,7 +14,7 @@ from ..spec.loading import SpecFile
 from ..spec.starter import scaffold
 from .assets import ReleaseDefinitions, build_release
 from .io_manager import AnonParquetIOManager
-from .resources import LedgerResource, keystore_from_env
+from .resources import EngineResource, LedgerResource, keystore_from_env
 from .retention import retention_schedule
 from .translator import ReleaseTranslator
 
@@ -63,7 +63,9 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
     spec that does not validate is its own group ``<name>/spec`` with a failing ``spec_valid``.
 
     Attributes (docs/dagster.md): ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``, else
-    ``assets_config/``), ``specs``, ``storage_dir``, ``reports_dir``, ``ledger_path``, ``automate``.
+    ``assets_config/``), ``specs``, ``storage_dir``, ``reports_dir``, ``ledger_path``, ``automate``;
+    the engine: ``engine`` (``pandas``, the default, or ``spark``), ``spark_master``,
+    ``max_driver_cells``, ``scratch_dir`` (an :class:`~.resources.EngineResource` bound as ``engine``).
     """
 
     config_dir: str | None = None
@@ -72,6 +74,17 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
     reports_dir: str | None = None
     ledger_path: str | None = None
     automate: bool = False
+    engine: Literal["pandas", "spark"] = "pandas"
+    spark_master: str = "local[2]"
+    max_driver_cells: int = 50_000_000
+    scratch_dir: str | None = None
+
+    def engine_resource(self) -> EngineResource | None:
+        """The engine the assets run on; None for the pandas engine (the assets need no resource then)."""
+        if self.engine == "pandas":
+            return None
+        return EngineResource(engine=self.engine, spark_master=self.spark_master,
+                              max_driver_cells=self.max_driver_cells, scratch_dir=self.scratch_dir)
 
     def spec_paths(self, base: Path) -> list[Path] | Path:
         """The spec files, or the folder holding them, resolved against ``base``."""
@@ -87,22 +100,26 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
 
     def releases(self, base: Path, translator: ReleaseTranslator | None = None) -> list[ReleaseDefinitions]:
         """Every valid spec built into a release (broken specs left out)."""
-        return self._build(base, translator)[0]
+        return self._build(base, translator, self.engine != "pandas")[0]
 
-    def _build(self, base: Path, t: ReleaseTranslator | None) -> tuple[list[ReleaseDefinitions], list[SpecFile]]:
+    def _build(self, base: Path, t: ReleaseTranslator | None,
+               with_engine: bool) -> tuple[list[ReleaseDefinitions], list[SpecFile]]:
         t = t or self.get_translator()
         return build_each(self.spec_files(base), lambda spec: build_release(
-            spec, reports_dir=self.reports_dir, automate=self.automate, translator=t))
+            spec, reports_dir=self.reports_dir, automate=self.automate, translator=t, with_engine=with_engine))
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         return self.build_definitions(Path(context.path))
 
     def build_definitions(self, base: Path | None = None,
-                          translator: ReleaseTranslator | None = None) -> dg.Definitions:
+                          translator: ReleaseTranslator | None = None,
+                          engine: EngineResource | None = None) -> dg.Definitions:
         """The Definitions of every release with the resources they share, and a group
-        ``<name>/spec`` for each broken spec; ``$DAGSTER_HOME`` is made owner-only first."""
+        ``<name>/spec`` for each broken spec; ``$DAGSTER_HOME`` is made owner-only first. ``engine``
+        (default :meth:`engine_resource`) is the engine the steps run on."""
         private_dagster_home()
-        releases, broken = self._build(base or Path.cwd(), translator)
+        engine = engine or self.engine_resource()
+        releases, broken = self._build(base or Path.cwd(), translator, engine is not None)
         taken = {r.translator.group_name(r.spec) for r in releases} | {r.spec.release for r in releases}
         for f in broken:
             log.warning(spec_broken.warning_line(f))
@@ -113,15 +130,18 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
             if any(s.retention is not None for s in specs) else []
         # every run in one process: a step pays no process start-up, its tables stay here
         shared = dg.Definitions(schedules=retention, executor=dg.in_process_executor,
-                                resources=shared_resources(self.storage_dir, self.ledger_path))
+                                resources={**shared_resources(self.storage_dir, self.ledger_path),
+                                           **({"engine": engine} if engine is not None else {})})
         return dg.Definitions.merge(*(r.definitions() for r in releases), *placeholders, shared)
 
 
 def load_release_definitions(config_dir: str | Path | None = None, *, translator: ReleaseTranslator | None = None,
-                             **options: object) -> dg.Definitions:
-    """The Definitions of every spec in ``config_dir``; ``options`` are the component's attributes."""
-    component = AnonReleaseComponent(config_dir=str(config_dir) if config_dir else None, **options)
-    return component.build_definitions(Path.cwd(), translator)
+                             engine: str | EngineResource | None = None, **options: object) -> dg.Definitions:
+    """The Definitions of every spec in ``config_dir``; ``options`` are the component's attributes;
+    ``engine`` the engine's name, or an :class:`~.resources.EngineResource` (on a session of your own)."""
+    named = {"engine": engine} if isinstance(engine, str) else {}
+    component = AnonReleaseComponent(config_dir=str(config_dir) if config_dir else None, **named, **options)
+    return component.build_definitions(Path.cwd(), translator, engine if isinstance(engine, EngineResource) else None)
 
 
 __all__ = ["CONFIG_ENV", "AnonReleaseComponent", "AnonReleaseScaffolder", "broken_spec_definitions",

@@ -3,7 +3,7 @@ publication ledger and the execution engine (docs/dagster.md)."""
 
 from typing import TYPE_CHECKING, Any
 
-from dagster import ConfigurableResource, EnvVar
+from dagster import ConfigurableResource, EnvVar, InitResourceContext, ResourceDependency
 from pydantic import PrivateAttr
 
 from ..pseudonymize.keystore import KeyStore
@@ -52,12 +52,16 @@ class LedgerResource(ConfigurableResource):
 
 
 class EngineResource(ConfigurableResource):
-    """Where the rows are processed: ``engine`` ``pandas`` (default) or ``spark`` (docs/scale.md)."""
+    """Where the rows are processed: ``engine`` ``pandas`` (default) or ``spark`` (docs/scale.md);
+    ``spark``: a SparkSession, or a resource holding one (dagster-pyspark's), to run on."""
 
     engine: str = "pandas"
     spark_master: str = "local[2]"
     max_driver_cells: int = 50_000_000
     scratch_dir: str | None = None
+    spark: ResourceDependency[Any] = None
+
+    _opened: Any = PrivateAttr(default=None)
 
     def open(self, spark_session: Any = None) -> "Engine":
         """The engine; ``spark_session`` (a SparkSession, or a resource holding one) for Spark."""
@@ -66,3 +70,14 @@ class EngineResource(ConfigurableResource):
         session = getattr(spark_session, "spark_session", spark_session)
         return open_engine(self.engine, spark_master=self.spark_master, spark=session,
                            max_driver_cells=self.max_driver_cells, scratch_dir=self.scratch_dir)
+
+    def run_engine(self) -> "Engine":
+        """The run's engine, on ``spark`` when given: opened once, closed once the run's steps are done."""
+        if self._opened is None:
+            self._opened = self.open(self.spark)
+        return self._opened
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None

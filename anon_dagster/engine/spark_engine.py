@@ -29,7 +29,8 @@ anonymize step: what is supported, the method, an unreachable policy), :mod:`.sp
 :mod:`.spark_microaggregation` (MDAV per block), :mod:`.spark_record` (the transformation record), :mod:`.spark_gate`
 (the measurement and the checks), :mod:`.spark_aggregates` (DP aggregates: the contribution
 bound and the groups counted by Spark, the noise drawn on the driver), :mod:`.spark_results`
-(what each step hands to the next).
+(what each step hands to the next), :mod:`.spark_store` (a step's table kept between the
+release's Dagster steps as a parquet folder, :mod:`anon_dagster.release.engine_steps`).
 
 What is not supported yet is refused up front with one line (:func:`check_supported`):
 PRAM, cell suppression with Mondrian, a utility query as the search's metric, tokens, k per person (pseudonyms that link a person's rows), the release's
