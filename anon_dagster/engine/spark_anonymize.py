@@ -62,6 +62,9 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     from .spark_record import empty_record
 
     check_supported(spec)
+    # the record hashes the input: global recoding counts the bottom table's size over the same
+    # rows first, and the digest rides on that aggregation
+    engine.wants_digest(pseudonymized.df)
 
     def run(which: Any) -> SparkAnonymized:
         done = _dispatch(engine, which, pseudonymized, progress)

@@ -214,23 +214,35 @@ def null_safe(left: Any, right: Any, columns: Sequence[tuple[str, str]]) -> Any:
     return condition
 
 
+def row_hash(columns: Sequence[str]) -> Any:
+    """Each row's 64-bit hash over ``columns`` (``xxhash64`` of the row as JSON, missing values
+    written as null) as an exact decimal, which :func:`table_digest` sums (0 without columns)."""
+    from pyspark.sql import functions as F
+
+    if not columns:
+        return F.lit(0).cast("decimal(38,0)")
+    row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]), {"ignoreNullFields": "false"})
+    return F.xxhash64(row).cast("decimal(38,0)")
+
+
+def digest_value(columns: Sequence[str], rows: int, summed: int | None) -> str:
+    """:func:`table_digest` from its parts: the column names, the row count and the sum of the
+    rows' :func:`row_hash` (summed in one aggregation or in groups then added: the same integer)."""
+    digest = hashlib.sha256()
+    digest.update("\0".join(columns).encode())
+    digest.update(f"|{int(rows)}|{int(summed or 0)}".encode())
+    return "spark:" + digest.hexdigest()
+
+
 def table_digest(df: Any, columns: Sequence[str]) -> str:
     """A SHA-256 of the rows of ``df`` over ``columns``, computed on Spark: the column names, the
-    row count and the sum of each row's 64-bit hash (``xxhash64`` of the row as JSON, missing
-    values written as null). Blind to row order, unlike the pandas engine's table hashes."""
+    row count and the sum of each row's 64-bit hash (:func:`row_hash`). Blind to row order, unlike
+    the pandas engine's table hashes."""
     from pyspark.sql import functions as F
 
     columns = list(columns)
-    if columns:
-        row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]), {"ignoreNullFields": "false"})
-        summed = F.sum(F.xxhash64(row).cast("decimal(38,0)"))
-    else:
-        summed = F.lit(0)
-    got = df.agg(F.count(F.lit(1)).alias("n"), summed.alias("h")).collect()[0]
-    digest = hashlib.sha256()
-    digest.update("\0".join(columns).encode())
-    digest.update(f"|{int(got['n'])}|{int(got['h'] or 0)}".encode())
-    return "spark:" + digest.hexdigest()
+    got = df.agg(F.count(F.lit(1)).alias("n"), F.sum(row_hash(columns)).alias("h")).collect()[0]
+    return digest_value(columns, got["n"], got["h"])
 
 
 def weighted_breakdown(freq: pd.DataFrame, mask: np.ndarray, counts: np.ndarray, columns: Sequence[str],
@@ -278,7 +290,8 @@ def missing_file(path: Path) -> DataError:
 __all__ = [
     "COUNT_COLUMN", "DEFAULT_MAX_DRIVER_CELLS", "FILE_STRIDE", "FIRST_COLUMN", "ROW_COLUMN", "DriverLimit",
     "arrow_schema", "arrow_values", "check_session", "collect", "frequency_frame", "lookup_frame",
-    "null_safe", "read_parquet", "scratch_folder", "start_session", "table_digest", "to_pandas",
+    "digest_value", "null_safe", "read_parquet", "row_hash", "scratch_folder", "start_session", "table_digest",
+    "to_pandas",
     "weighted_breakdown",
 ]
 

@@ -172,7 +172,19 @@ def raw_value_hits(engine: Any, spec: Any, published: Any, raw: Any | None, colu
         part = (raw.select(F.lit(ident).alias("ident"), F.col(f"`{ident}`").cast("string").alias("value"))
                 .where(F.col("value").isNotNull()))
         raw_pairs = part if raw_pairs is None else raw_pairs.unionByName(part)
-    raw_pairs = raw_pairs.distinct()
+    # read twice (the identifiers' lengths, then the join): the raw rows scanned once
+    raw_pairs = raw_pairs.distinct().persist()
+    try:
+        return _raw_hits(spec, published, raw_pairs, idents, columns, types, categorical, min_length)
+    finally:
+        raw_pairs.unpersist()
+
+
+def _raw_hits(spec: Any, published: Any, raw_pairs: Any, idents: list[str], columns: list[str],
+              types: dict[str, str], categorical: set[str], min_length: int) -> dict[tuple[str, str], int]:
+    """:func:`raw_value_hits` from the raw (identifier, value) pairs."""
+    from pyspark.sql import functions as F
+
     lengths = {r["ident"]: (r["n"], r["longest"]) for r in raw_pairs.groupBy("ident").agg(
         F.count(F.lit(1)).alias("n"), F.max(F.length("value")).alias("longest")).collect()}
     text = [c for c in columns if types.get(c) == "string" and c not in categorical]
