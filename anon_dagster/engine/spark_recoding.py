@@ -225,6 +225,15 @@ def _judged_tables(engine: SparkDriver, spec: Any, policy: Any, df: Any, columns
     full, fields = coded_values(engine, spec, df, gen)
     width = len(columns) + 1 + (1 if ROW_COLUMN in df.columns else 0)  # the count and the first row
     judged = judge_nodes(engine, policy, df, gen, pks, columns, full, fields, width, refused)
+    if not judged.minimal:
+        from ..anonymize.outcome import NoSolution
+
+        # every node is over the budget, so each has more classes than a node meeting the policy
+        raise NoSolution(
+            f"{spec.label}: no generalization satisfies {', '.join(policy.names())} within "
+            f"max_suppression={policy.max_suppression:g}: every node, the top's included, has more than "
+            f"{judged.bound:,} classes, the most a node meeting it can have over {judged.rows:,} rows "
+            "(nodes judged on Spark)", {"judged_on_spark": judged.to_json([*gen, *pks], gen)})
     tables = []
     for node in judged.minimal:
         floor = dict(zip(gen, node, strict=True))

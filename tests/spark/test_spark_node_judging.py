@@ -174,3 +174,29 @@ def test_tiny_tables_alike(spark_engine, tmp_path_factory, n, seed, k, keys, bud
             spark_engine.anonymize(spec, pseudo)
         return
     assert_same(pandas, spark, published)
+
+
+def test_every_node_over_the_budget_and_the_bound_has_no_solution_on_both_engines(spark_engine, tmp_path):
+    """Each row its own unit (a partition key): every node, the top's too, has 30 classes, more
+    than the 15 of k=2 over 30 rows, so no generalization meets k: the step finds no solution as
+    the pandas engine does, and both publish no row."""
+    from anon_dagster.anonymize.outcome import NoSolution
+    from anon_dagster.engine.spark_recoding import anonymize_global
+
+    data = tiny_discharges(30, 7, PARTITION_KEYS[:2])
+    data["unit"] = [float(i) for i in range(30)]
+    spec = load_spec(write_release(tmp_path, data=data, columns=TINY_COLUMNS,
+                                   anonymization={"method": "global", "k": 2}, policy={"thresholds": {"k": 2}}))
+    pandas = pipeline.anonymize(spec, pipeline.pseudonymize(spec, pipeline.ingest(spec, "2024").data,
+                                                            open_keystore(), partition="2024").data)
+    pseudo = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, "2024"), open_keystore(), partition="2024")
+    table, width, bound = bottom_of(spark_engine, spec, pseudo)
+    assert bound == 15 and table == 30
+    spark_engine.max_driver_cells = bound * width
+    with pytest.raises(NoSolution, match=r"every node, the top's included, has more than 15 classes") as caught:
+        anonymize_global(spark_engine, spec, pseudo, None)
+    assert "\n" not in str(caught.value)
+    assert caught.value.details["judged_on_spark"]["minimal_nodes"] == []
+    spark = spark_engine.anonymize(spec, pseudo)
+    assert spark.record.levels == pandas.record.levels is None
+    assert spark.suppressed == pandas.suppressed == 30 and spark.record.rows_out == pandas.record.rows_out == 0
