@@ -277,8 +277,8 @@ def _publication_inputs(engine: Any, spec: ReleaseSpec, evaluation: Evaluation, 
     table = _load(engine, anonymized, "anonymized")
     if evaluation.passed:
         columns = [*spec.published_columns, *([gate.LINKAGE_COLUMN] if gate.LINKAGE_COLUMN in table.columns else [])]
-        rows = driver_rows(engine, table, columns, anonymized.rows,
-                           what=f"{spec.release} {evaluation.partition or ''}: the published rows".replace("  ", " "))
+        where = " ".join(part for part in (spec.release, evaluation.partition) if part)
+        rows = driver_rows(engine, table, columns, anonymized.rows, what=f"{where}: the published rows")
     else:
         rows = _erased(engine, spec, table, keystore)
     return rows, _erased(engine, spec, _load(engine, pseudonymized, "pseudonymized"), keystore)
