@@ -35,9 +35,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def bench_module():
-    """``benchmarks/spark.py`` (its table, spec and CPU clock), loaded from this folder."""
-    spec = importlib.util.spec_from_file_location("spark_benchmark", HERE / "spark.py")
+def bench_module(code: Path):
+    """``benchmarks/spark.py`` of the checkout ``code`` (its table, spec and CPU clock; it puts
+    the checkout first on the path and imports its package)."""
+    spec = importlib.util.spec_from_file_location("spark_benchmark", code / "benchmarks" / "spark.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -45,8 +46,7 @@ def bench_module():
 
 def run_side(code: Path, rows: int, repeats: int, folder: Path, master: str, compare: bool) -> dict:
     """The medians of ``repeats`` gate runs with the package of the checkout ``code``."""
-    sys.path.insert(0, str(code))
-    bench = bench_module()  # imports anon_dagster: the checkout's, first on the path
+    bench = bench_module(code)
     from anon_dagster.engine.spark_engine import SparkEngine
     from anon_dagster.pseudonymize import open_keystore
     from anon_dagster.spec import load_spec
