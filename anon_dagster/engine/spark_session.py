@@ -26,7 +26,6 @@ from .spark_frames import (
     COUNT_COLUMN,
     DEFAULT_MAX_DRIVER_CELLS,
     FIRST_COLUMN,
-    ROW_COLUMN,
     collect,
     digest_value,
     frequency_frame,
@@ -189,16 +188,17 @@ class SparkDriver:
         ``count``, first rows in ``__first``) and its Arrow schema.
 
         Read once per DataFrame: asked again for the same columns, the table read is handed
-        again (a fresh pandas frame); asked with first rows for columns a table read with first
-        rows contains, it is rolled up from that one on the driver (counts summed, the earliest
-        first row kept: :func:`rolled_up`), which is the table Spark would count. The tables kept
-        hold at most ``max_driver_cells`` cells in all (the oldest let go first)."""
+        again (a fresh pandas frame); asked for columns a table read with first rows contains, it
+        is rolled up from that one on the driver (counts summed, the earliest first row kept:
+        :func:`rolled_up`), which is the table Spark would count (without first rows, its rows
+        in the order of their first rows, the order the rows hold them). The tables kept hold at
+        most ``max_driver_cells`` cells in all (the oldest let go first)."""
         columns = list(columns)
         key = (id(df), tuple(columns), bool(first_row))
         kept = self._tables.get(key)
         table = kept[1] if kept is not None and kept[0] is df else None
-        if table is None and first_row and ROW_COLUMN in df.columns:
-            table = self._roll_up(df, columns)
+        if table is None:
+            table = self._roll_up(df, columns, first_row)
         if table is None:
             table = collect(frequency_frame(df, columns, first_row=first_row), scratch=self.scratch,
                             max_cells=self.max_driver_cells, what=what)
@@ -208,13 +208,19 @@ class SparkDriver:
             freq = freq.sort_values(FIRST_COLUMN, kind="stable").reset_index(drop=True)
         return freq, table.schema
 
-    def _roll_up(self, df: Any, columns: list[str]) -> pa.Table | None:
-        """The table over ``columns`` (with first rows) rolled up from a finer one of ``df`` kept."""
+    def _roll_up(self, df: Any, columns: list[str], first_row: bool) -> pa.Table | None:
+        """The table over ``columns`` rolled up from a finer one of ``df`` kept with first rows
+        (or that one without its first rows)."""
         if not columns:
             return None
-        for (_, finer, first_row), (frame, table) in reversed(self._tables.items()):
-            if frame is df and first_row and set(columns) < set(finer):
-                return rolled_up(table, columns)
+        for (_, finer, with_first), (frame, table) in reversed(self._tables.items()):
+            if frame is not df or not with_first:
+                continue
+            if set(columns) < set(finer) or (not first_row and set(columns) == set(finer)):
+                rolled = rolled_up(table, columns)
+                if rolled is None or first_row:
+                    return rolled
+                return rolled.sort_by(FIRST_COLUMN).drop_columns([FIRST_COLUMN])
         return None
 
     def _keep(self, key: tuple[int, tuple[str, ...], bool], df: Any, table: pa.Table) -> None:

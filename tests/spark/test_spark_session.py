@@ -70,8 +70,13 @@ def test_a_frequency_table_asked_again_is_the_one_read_and_a_coarser_one_is_roll
     pd.testing.assert_frame_equal(coarse, expected)
     assert coarse["a"].dropna().tolist() == ["x", "y"] and coarse[COUNT_COLUMN].tolist() == [3, 2, 1]
     assert schema.types == expected_schema.types
-    # without first rows a table is counted by Spark (its row order is Spark's)
-    engine.frequencies(rows, ["a"], first_row=False)
+    # without first rows: rolled up too, its combinations in the order of their first rows
+    plain, _ = engine.frequencies(rows, ["b"], first_row=False)
+    assert len(collects) == 3
+    assert plain["b"].tolist() == [1, 2, 3, 4] and plain[COUNT_COLUMN].tolist() == [3, 1, 1, 1]
+    assert FIRST_COLUMN not in plain.columns
+    # a DataFrame of which no table with first rows was read is counted by Spark
+    engine.frequencies(rows.where("b > 0"), ["a"], first_row=False)
     assert len(collects) == 4
     engine.close()
 
