@@ -112,7 +112,7 @@ def _walk(engine: Any, policy: Any, base: Any, gen: list[str], pks: list[str], c
           full: dict[str, Any], fields: dict[str, Any], width: int, refused: DriverLimit, F: Any) -> NodeJudging:
     import pyarrow as pa
 
-    from .spark_recoding import apply_node
+    from .spark_labels import apply_node
 
     dims = [int(full[c].n_levels) for c in gen]
     classes_by = [*gen, *pks]

@@ -15,7 +15,8 @@ import pyarrow as pa
 from ..errors import DataError
 from .base import UnsupportedOnEngine
 from .spark_cells import blank_cells
-from .spark_frames import COUNT_COLUMN, DriverLimit, arrow_values, lookup_frame, null_safe
+from .spark_frames import COUNT_COLUMN, DriverLimit
+from .spark_labels import apply_node
 from .spark_persons import PERSON_COLUMN, drop_rows, linked_by, with_persons
 from .spark_record import record_only, spark_record
 from .spark_results import SparkAnonymized, SparkPseudonymized
@@ -289,52 +290,6 @@ def at_min_levels(engine: SparkDriver, spec: Any, df: Any, raised: dict[str, int
     out, _ = apply_node(engine, df, pa.schema([fields[c] for c in raised]), full, dict(raised), [], pd.DataFrame(),
                         np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
     return out, {c: full[c] for c in raised} if known is None else full
-
-
-def apply_node(engine: SparkDriver, df: Any, schema: pa.Schema, coded: dict[str, Any], levels: dict[str, int],
-               pks: list[str], freq: pd.DataFrame, row_class: np.ndarray,
-               failing: np.ndarray) -> tuple[Any, dict[str, list[object]]]:
-    """The node applied on Spark: each column generalized above level 0 replaced by its label
-    (a broadcast join with the column's label map), the failing classes removed (an anti-join
-    with their keys)."""
-    from pyspark.sql import functions as F
-
-    spark_types = {f.name: f.dataType for f in df.schema.fields}
-    out = df
-    categories: dict[str, list[object]] = {}
-    for c, level in levels.items():
-        if level == 0:
-            continue
-        qi = coded[c]
-        labels = qi.labels[level][qi.level_maps[level]]
-        lookup = lookup_frame(engine.spark, {"__value": arrow_values(qi.uniques, schema.field(c).type),
-                                             "__label": pa.array([str(v) for v in labels], type=pa.string())},
-                              {"__value": spark_types[c]})
-        out = (out.join(F.broadcast(lookup), on=null_safe(out, lookup, [(c, "__value")]), how="left")
-               .withColumn(c, F.col("__label")).drop("__value", "__label"))
-        categories[c] = [str(v) for v in qi.labels[level]]
-    if failing.any():
-        first = np.full(len(failing), -1, dtype=np.int64)
-        first[row_class[::-1]] = np.arange(len(row_class) - 1, -1, -1)
-        reps = first[np.flatnonzero(failing)]
-        keys: dict[str, pa.Array] = {}
-        casts: dict[str, Any] = {}
-        pairs = []
-        for i, c in enumerate([*levels, *pks]):
-            name = f"__key{i}"
-            level = levels.get(c, 0)
-            if level > 0:
-                qi = coded[c]
-                codes0 = qi.codes[reps]
-                keys[name] = pa.array([str(v) for v in qi.labels[level][qi.level_maps[level][codes0]]],
-                                      type=pa.string())
-            else:
-                keys[name] = arrow_values(freq[c].to_numpy(dtype=object)[reps], schema.field(c).type)
-                casts[name] = spark_types[c]
-            pairs.append((c, name))
-        failing_keys = lookup_frame(engine.spark, keys, casts)
-        out = out.join(F.broadcast(failing_keys), on=null_safe(out, failing_keys, pairs), how="left_anti")
-    return out, categories
 
 
 __all__ = ["anonymize_global", "apply_node", "at_min_levels", "coded_values"]
