@@ -135,6 +135,9 @@ def data_key(policy: str, derive_key: Callable[[str], bytes]) -> bytes | None:
 ReadHook = Callable[[Sequence[str], "str | None"], None]
 
 
+# the suffix of an engine's folder of a step's rows (TableStore.engine_folder)
+ENGINE_FOLDER_SUFFIX = ".spark"
+
 @dataclass(frozen=True)
 class Shredded:
     """What :meth:`TableStore.shred` removed: the table's files and whether a data key was destroyed."""
@@ -270,9 +273,15 @@ class TableStore:
                 found.add(None if stem == "__all__" else stem)
         return sorted(found, key=lambda p: (p is not None, p or ""))
 
+    def engine_folder(self, name: Sequence[str], partition: str | None) -> Path:
+        """The folder an engine that keeps a step's rows where it processes them (the Spark
+        engine's parquet folders) writes the table ``name`` of ``partition`` under."""
+        return self.base.joinpath(*name, f"{partition or '__all__'}{ENGINE_FOLDER_SUFFIX}")
+
     def shred(self, name: Sequence[str], partition: str | None) -> Shredded:
         """Delete the table ``name`` of ``partition``: its data key first (crypto-shredding: no copy
-        of its encrypted file can be decrypted after), then its files."""
+        of its encrypted file can be decrypted after), then its files, and the engine's folder of
+        its rows (:meth:`engine_folder`: in clear text, so deleted, never left behind)."""
         destroyed = self._drop_keys(name, partition)
         files = []
         for encrypted in (True, False):
@@ -280,6 +289,10 @@ class TableStore:
             if path.exists():
                 path.unlink()
                 files.append(path)
+        rows = self.engine_folder(name, partition)
+        if rows.is_dir():
+            shutil.rmtree(rows)
+            files.append(rows)
         return Shredded(files, destroyed)
 
     def _drop_keys(self, name: Sequence[str], partition: str | None) -> bool:
@@ -306,6 +319,6 @@ def associated_data(name: Sequence[str], partition: str | None) -> bytes:
     return f"{'/'.join(name)}|{partition or ''}".encode()
 
 
-__all__ = ["DATA_AT_REST_PURPOSE", "ENCRYPTED", "ENCRYPTED_IF_AVAILABLE", "ENVELOPE_MAGIC", "KEYS_FOLDER", "MAGIC",
-           "OWNER_ONLY", "ReadHook", "Shredded", "TableStore", "associated_data", "data_key", "decrypt", "encrypt",
+__all__ = ["DATA_AT_REST_PURPOSE", "ENCRYPTED", "ENCRYPTED_IF_AVAILABLE", "ENGINE_FOLDER_SUFFIX", "ENVELOPE_MAGIC",
+           "KEYS_FOLDER", "MAGIC", "OWNER_ONLY", "ReadHook", "Shredded", "TableStore", "associated_data", "data_key", "decrypt", "encrypt",
            "make_private_dirs", "read_table", "write_table"]

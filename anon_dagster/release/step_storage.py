@@ -33,13 +33,13 @@ AT_REST_KEY = "anon_dagster/at_rest"
 ENCRYPTED_NOTE = "encrypted (AES-256-GCM), owner-only"
 CLEAR_NOTE = "owner-only"
 SPARK_NOTE = "parquet folder owner-only, not encrypted (Spark engine); its pointer and digest {pointer}"
-SPARK_FOLDER_SUFFIX = ".spark"
+SPARK_FOLDER_SUFFIX = storage.ENGINE_FOLDER_SUFFIX
 
 
 def spark_folder(folder: Path, release: str, step: str, partition: str | None, run: str) -> Path:
     """Where a Spark step writes the table of ``partition``: one folder per write (``run``), so a
     table being read is never rewritten in place."""
-    return folder / release / step / f"{partition or '__all__'}{SPARK_FOLDER_SUFFIX}" / run
+    return storage.TableStore(folder).engine_folder((release, step), partition) / run
 
 
 def storage_folder(base_dir: str | None, fallback: Callable[[], str | Path]) -> Path:

@@ -179,3 +179,20 @@ def test_a_rewrite_and_a_shred_destroy_the_key_of_the_version_they_replace(tmp_p
     shredded = store.shred(NAME, "2024")
     assert shredded.key_destroyed and shredded.files == [store.path(NAME, "2024", True)]
     assert store.partitions(NAME) == [] and not store.key_folder(NAME, "2024").exists()
+
+
+def test_a_shred_deletes_the_engines_clear_text_folder_of_the_rows_and_no_other_partitions(tmp_path):
+    """A step run on Spark stores a pointer here and its rows in clear-text parquet folders beside
+    it: shredding the partition (retention, erasure) removes those folders too, the partition
+    beside it untouched."""
+    store = TableStore(tmp_path, on_read=lambda name, partition: None)
+    store.write(NAME, "2024", frame(), KEY)
+    store.write(NAME, "2025", frame(), KEY)
+    for partition in ("2024", "2025"):
+        rows = store.engine_folder(NAME, partition) / "run-1"
+        rows.mkdir(parents=True)
+        (rows / "part-00000.parquet").write_bytes(b"rows in clear text")
+    shredded = store.shred(NAME, "2024")
+    assert store.engine_folder(NAME, "2024") in shredded.files and not store.engine_folder(NAME, "2024").exists()
+    assert (store.engine_folder(NAME, "2025") / "run-1" / "part-00000.parquet").exists()
+    assert store.partitions(NAME) == ["2025"]
