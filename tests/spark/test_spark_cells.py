@@ -4,15 +4,12 @@ each blanks). Same published rows, record and gate outcome as the pandas engine.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anon_dagster.engine.spark_engine import published_columns
-from anon_dagster.hierarchies import _as_label
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
@@ -21,21 +18,13 @@ from tests.support.spark_releases import (
     PARTITION_KEYS,
     TINY_COLUMNS,
     check_json,
+    published_rows,
     tiny_discharges,
     without_id,
     write_release,
 )
 
 pytestmark = pytest.mark.usefixtures("master_key")
-
-RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
-
-
-def rows(df: pd.DataFrame) -> Counter:
-    """The published rows as a multiset of labels."""
-    view = df[[c for c in df.columns if c not in RANDOM]]
-    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
-
 
 def both(spark_engine, spec, partition: str = "2024"):
     keystore = open_keystore()
@@ -54,7 +43,7 @@ def assert_same(pandas, spark, published) -> None:
     assert (spark.record.search is None) == (pandas.record.search is None)  # none: every row suppressed
     assert (spark.record.search or {}).get("levels") == (pandas.record.search or {}).get("levels")
     assert spark.suppressed == pandas.suppressed
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
     for c, labels in spark.categories.items():
         if isinstance(pandas.data[c].dtype, pd.CategoricalDtype):
             assert labels == [str(v) for v in pandas.data[c].cat.categories]

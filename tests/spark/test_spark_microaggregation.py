@@ -4,8 +4,6 @@ on the driver. Same published rows, record and gate outcome as the pandas engine
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,23 +12,21 @@ from hypothesis import strategies as st
 
 from anon_dagster.engine.spark_engine import SparkEngine, published_columns
 from anon_dagster.engine.spark_frames import DriverLimit
-from anon_dagster.hierarchies import _as_label
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_releases import COLUMNS, check_json, without_id, write_release
+from tests.support.spark_releases import (
+    COLUMNS,
+    check_json,
+    published_rows,
+    without_id,
+    write_release,
+)
 
 pytestmark = pytest.mark.usefixtures("master_key")
 
-RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
 RECORD = ("utility", "classes", "suppression", "microaggregation", "rows_in", "rows_out", "method")
-
-
-def rows(df: pd.DataFrame) -> Counter:
-    """The published rows as a multiset of labels."""
-    view = df[[c for c in df.columns if c not in RANDOM]]
-    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
 
 
 def run_pandas(spec, partition: str):
@@ -50,7 +46,7 @@ def assert_same(pandas, spark, published) -> None:
     for name in RECORD:
         assert getattr(spark.record, name) == getattr(pandas.record, name), name
     assert spark.suppressed == pandas.suppressed
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
 
 
 def hand_table() -> pd.DataFrame:

@@ -5,23 +5,18 @@ both ways out."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pandas as pd
 import pytest
 
 from anon_dagster.engine.spark_engine import published_columns
 from anon_dagster.engine.spark_frames import DriverLimit
-from anon_dagster.hierarchies import _as_label
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_releases import write_release
+from tests.support.spark_releases import published_rows, write_release
 
 pytestmark = pytest.mark.usefixtures("master_key")
-
-RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
 
 # eight people, two ages by four zip codes: every (age, zip) once
 SMALL = pd.DataFrame({
@@ -36,12 +31,6 @@ SMALL_COLUMNS = {
     "admitted": {"role": "insensitive"},
     "diagnosis": {"role": "sensitive"},
 }
-
-
-def rows(df: pd.DataFrame) -> Counter:
-    """The published rows as a multiset of labels."""
-    view = df[[c for c in df.columns if c not in RANDOM]]
-    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
 
 
 def both(spark_engine, spec):
@@ -72,7 +61,7 @@ def test_min_levels_move_the_node_the_same_way_on_both_engines(spark_engine, tmp
     assert spark.record.utility.value == pandas.record.utility.value == loss
     assert spark.record.search == {**pandas.record.search, "elapsed_s": spark.record.search["elapsed_s"]}
     assert spark.record.search.get("min_levels") == (None if min_levels is None else {"age": 0, "zip": 1})
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
 
 
 def test_discharges_at_min_levels_agree_with_pandas(spark_engine, tmp_path):
@@ -87,7 +76,7 @@ def test_discharges_at_min_levels_agree_with_pandas(spark_engine, tmp_path):
     assert spark.record.utility.value == pytest.approx(pandas.record.utility.value, rel=1e-12)
     assert spark.suppressed == pandas.suppressed
     assert spark.record.classes == pandas.record.classes
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
 
 
 def _bottom_rows(spark_engine, spec, pseudo) -> int:

@@ -4,8 +4,6 @@ transformation record (ranges, boxes, cut tree, figures) and its gate outcome.""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +11,6 @@ from hypothesis import strategies as st
 
 from anon_dagster.engine.spark_engine import published_columns
 from anon_dagster.engine.spark_frames import DriverLimit
-from anon_dagster.hierarchies import _as_label
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
@@ -24,21 +21,13 @@ from tests.support.spark_releases import (
     TINY_COLUMNS,
     check_json,
     discharges,
+    published_rows,
     tiny_discharges,
     without_id,
     write_release,
 )
 
 pytestmark = pytest.mark.usefixtures("master_key")
-
-RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
-
-
-def rows(df: pd.DataFrame) -> Counter:
-    """The published rows as a multiset of labels."""
-    view = df[[c for c in df.columns if c not in RANDOM]]
-    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
-
 
 def both(spark_engine, spec, partition: str = "2024", relax: bool = True):
     keystore = open_keystore()
@@ -60,7 +49,7 @@ def assert_same(pandas, spark, published) -> None:
     assert (spark.record.rows_in, spark.record.rows_out) == (pandas.record.rows_in, pandas.record.rows_out)
     assert spark.record.policy_unreachable == pandas.record.policy_unreachable
     assert spark.suppressed == pandas.suppressed
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
     gen = pandas.record.quasi_identifiers
     for c in gen:
         if c in spark.categories:

@@ -6,9 +6,6 @@ classes than the class bound is refused, naming the sizes."""
 
 from __future__ import annotations
 
-from collections import Counter
-
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,7 +14,6 @@ from anon_dagster.anonymize.criteria import Policy
 from anon_dagster.engine.spark_engine import published_columns
 from anon_dagster.engine.spark_frames import DriverLimit
 from anon_dagster.engine.spark_node_judging import class_bound
-from anon_dagster.hierarchies import _as_label
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
@@ -25,20 +21,12 @@ from anon_dagster.spec import load_spec
 from tests.support.spark_releases import (
     PARTITION_KEYS,
     TINY_COLUMNS,
+    published_rows,
     tiny_discharges,
     write_release,
 )
 
 pytestmark = pytest.mark.usefixtures("master_key")
-
-RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
-
-
-def rows(df: pd.DataFrame) -> Counter:
-    """The published rows as a multiset of labels."""
-    view = df[[c for c in df.columns if c not in RANDOM]]
-    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
-
 
 def bottom_of(spark_engine, spec, pseudo) -> tuple[int, int, int]:
     """The bottom table's rows and columns as the driver would read it, and the class bound."""
@@ -80,7 +68,7 @@ def assert_same(pandas, spark, published) -> None:
     assert spark.suppressed == pandas.suppressed
     assert spark.record.suppression.rows == pandas.record.suppression.rows
     assert spark.record.classes == pandas.record.classes
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
 
 
 CASES = {

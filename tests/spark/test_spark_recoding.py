@@ -5,24 +5,19 @@ suppressed rows and published rows (as a multiset) as the pandas engine."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 
-import pandas as pd
 import pytest
 
 from anon_dagster.cli import main
 from anon_dagster.engine.spark_engine import published_columns
 from anon_dagster.engine.spark_frames import DriverLimit
-from anon_dagster.hierarchies import _as_label
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_releases import COLUMNS, discharges, write_release
+from tests.support.spark_releases import COLUMNS, discharges, published_rows, write_release
 
 pytestmark = pytest.mark.usefixtures("master_key")
-
-RANDOM = {"pid"}  # scope row: a fresh random pseudonym per row on every run
 
 CASES = {
     "k and suppression": ({"k": 5, "max_suppression": 0.04, "utility": "entropy"}, {"k": 5}),
@@ -32,12 +27,6 @@ CASES = {
                                      {"k": 2, "prosecutor_avg": 0.3}),
     "no suppression": ({"k": 4, "utility": "aecs"}, {"k": 4}),
 }
-
-
-def rows(df: pd.DataFrame) -> Counter:
-    """The published rows as a multiset of labels (categoricals and text alike)."""
-    view = df[[c for c in df.columns if c not in RANDOM]]
-    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
 
 
 def both(spark_engine, spec):
@@ -63,7 +52,7 @@ def test_same_node_loss_suppression_and_rows(spark_engine, tmp_path, case):
     assert spark.record.suppression.rows == pandas.record.suppression.rows
     assert spark.record.suppression.by_partition_key == pandas.record.suppression.by_partition_key
     assert spark.record.classes == pandas.record.classes
-    assert rows(published) == rows(publishable_view(pandas.data))
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
     assert list(published.columns) == list(publishable_view(pandas.data).columns)
 
 

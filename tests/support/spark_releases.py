@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pandas as pd
 import yaml
 
 from anon_dagster.cli import main
+from anon_dagster.hierarchies import _as_label
 
 
 def discharges(n: int = 400, seed: int = 0) -> pd.DataFrame:
@@ -80,6 +82,17 @@ def tiny_discharges(n: int, seed: int, keys: list[object]) -> pd.DataFrame:
     })
     data.loc[rng.random(n) < 0.1, "sex"] = None
     return data
+
+
+# scope row: a fresh random pseudonym per row on every run, so never compared
+RANDOM_COLUMNS = frozenset({"pid"})
+
+
+def published_rows(df: pd.DataFrame, random: frozenset[str] = RANDOM_COLUMNS) -> Counter:
+    """The published rows as a multiset of labels (categoricals and text alike), the columns
+    ``random`` left out."""
+    view = df[[c for c in df.columns if c not in random]]
+    return Counter(tuple(_as_label(v) for v in row) for row in view.astype(object).itertuples(index=False))
 
 
 def write_release(folder: Path, *, name: str = "tiny", data: pd.DataFrame | None = None,
