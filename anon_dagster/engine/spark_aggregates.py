@@ -21,6 +21,10 @@ exact discrete Laplace noise, drawn in the same order. With the same random sour
 ``random.Random``) both engines publish the same table; the driver holds the groups table and the
 cells, never the rows. A sum over a text or boolean column (which pandas converts with
 ``pandas.to_numeric``) is refused on Spark in one line.
+
+The Dagster release's publication step on the Spark engine
+(:func:`anon_dagster.release.engine_steps.published_step`) publishes with :func:`dp_release`
+over the stored pseudonymized rows, through the pandas engine's publication protocol.
 """
 
 from __future__ import annotations

@@ -16,11 +16,14 @@ engine (:mod:`anon_dagster.engine`):
   keyed by the stored digests) and publishes a passing evaluation through the publication
   protocol (:func:`~.publication.publish_release`): the published rows are read to the driver
   as pandas for the file of record, within the engine's ``max_driver_cells`` (refused beyond it
-  in one line naming the size, nothing written).
+  in one line naming the size, nothing written); with ``publication.mode: aggregates`` the rows
+  stay on Spark, which bounds the contributions and counts the groups
+  (:func:`~anon_dagster.engine.spark_aggregates.dp_release`), and the driver draws the noise
+  with the pandas engine's code and hands the aggregates to the same protocol.
 
 What the Spark engine refuses here, in one line each (:class:`~anon_dagster.engine.UnsupportedOnEngine`):
-a source or a synthetic table given by a Dagster asset (its rows are a pandas value) and
-``publication.mode: aggregates``; with everything the engine refuses anyway (docs/scale.md).
+a source or a synthetic table given by a Dagster asset (its rows are a pandas value); with
+everything the engine refuses anyway (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -241,8 +244,6 @@ def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonym
         return publication_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
                                 partition=partition, keystore=keystore, storage=storage, reports_dir=reports_dir,
                                 run_id=run_id)
-    if spec.publication.mode == "aggregates":
-        _refuse("publication.mode: aggregates in the Dagster release", "use the pandas engine")
     reports = reports_folder(spec, reports_dir, partition)
     try:
         with population_lock(spec, ledger.path):
@@ -252,7 +253,8 @@ def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonym
             rows, erased = _publication_inputs(engine, spec, evaluation, anonymized, pseudonymized, keystore)
             try:
                 done = publish_release(spec, evaluation, anonymized=rows, pseudonymized=erased, ledger=ledger,
-                                       keystore=keystore, storage=storage, reports=reports, run_id=run_id)
+                                       keystore=keystore, storage=storage, reports=reports, run_id=run_id,
+                                       aggregates_of=_aggregates_of(engine, spec, pseudonymized, ledger))
             except AwaitingApproval as exc:
                 return PublicationStep(spec, partition, evaluation, report=exc.report_path,
                                        awaiting=Awaiting(exc.command, exc.approvals, exc.needed, exc.entry, str(exc)))
@@ -269,19 +271,32 @@ def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonym
 def _publication_inputs(engine: Any, spec: ReleaseSpec, evaluation: Evaluation, anonymized: StoredTable,
                         pseudonymized: StoredTable, keystore: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What :func:`~.publication.publish_release` reads, on the driver: the published rows of a
-    passing evaluation (with the linkage pseudonyms, never written) within ``max_driver_cells``,
-    else only the anonymized rows of erased persons; and the pseudonymized rows of erased persons
+    passing evaluation of rows (with the linkage pseudonyms, never written) within
+    ``max_driver_cells``, else (a refused evaluation, or aggregates, which Spark counts) only the
+    anonymized rows of erased persons; and the pseudonymized rows of erased persons
     (what its last look for an erasure counts, so it counts what it would count on pandas)."""
     from ..engine.spark_store import driver_rows
 
     table = _load(engine, anonymized, "anonymized")
-    if evaluation.passed:
+    if evaluation.passed and spec.publication.mode != "aggregates":  # aggregates are counted on Spark
         columns = [*spec.published_columns, *([gate.LINKAGE_COLUMN] if gate.LINKAGE_COLUMN in table.columns else [])]
         where = " ".join(part for part in (spec.release, evaluation.partition) if part)
         rows = driver_rows(engine, table, columns, anonymized.rows, what=f"{where}: the published rows")
     else:
         rows = _erased(engine, spec, table, keystore)
     return rows, _erased(engine, spec, _load(engine, pseudonymized, "pseudonymized"), keystore)
+
+
+def _aggregates_of(engine: Any, spec: ReleaseSpec, pseudonymized: StoredTable,
+                   ledger: Ledger) -> publication.AggregatesRelease | None:
+    """For ``publication.mode: aggregates``, the DP aggregates of the pseudonymized rows counted
+    on Spark (:func:`~anon_dagster.engine.spark_aggregates.dp_release`: the budget checked, the
+    groups counted by Spark, the noise drawn on the driver), computed when the publication asks."""
+    if spec.publication.mode != "aggregates":
+        return None
+    from ..engine.spark_aggregates import dp_release
+
+    return lambda: dp_release(engine, spec, _load(engine, pseudonymized, "pseudonymized"), ledger)
 
 
 def _erased(engine: Any, spec: ReleaseSpec, df: Any, keystore: Any) -> pd.DataFrame:

@@ -55,7 +55,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -91,6 +91,9 @@ from .report_files import (
     write_report_files,
 )
 from .targets import REPORT_FORMATS, Target
+
+if TYPE_CHECKING:
+    from .dp import DPAggregates
 
 # Test hook: called with the name of each step of the protocol once it is done ("staged",
 # "pending", "kept", "data-placed", "report-placed:md", ..., "published", "cleaned"). Tests
@@ -182,14 +185,22 @@ def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame,
                      outcome.action, target.report_path())
 
 
+# The aggregates of a release and their report entry, as :func:`~.publish.dp_release` returns them.
+AggregatesRelease = Callable[[], "tuple[DPAggregates, dict[str, Any]]"]
+
+
 def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized: pd.DataFrame,
                        ledger: Ledger, *, keystore: Any = None, storage: Sequence[str | Path] = (),
-                       approval: dict[str, Any] | None = None) -> tuple[Published, dict[str, Any]]:
+                       approval: dict[str, Any] | None = None,
+                       aggregates_of: AggregatesRelease | None = None) -> tuple[Published, dict[str, Any]]:
     """Publish the noisy aggregates of a passing ``publication.mode: aggregates`` evaluation.
 
     The budget was checked by the evaluation; the noise is drawn once, here, and the budget is
     spent with the pending ledger entry in one transaction (refused again if another release
-    spent it meanwhile). Returns the publication and the aggregates' expected errors.
+    spent it meanwhile). ``aggregates_of`` computes the aggregates and their report entry where
+    the rows are (the Spark engine's :func:`~anon_dagster.engine.spark_aggregates.dp_release`);
+    it is called at the point the pandas ``dp_release`` of ``pseudonymized`` is, the default, so
+    a refusal before it computes nothing. Returns the publication and the aggregates' expected errors.
     """
     from .dp import epsilon_spend
     from .publish import dp_release
@@ -197,7 +208,8 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
     refuse_unless_passed(spec, evaluation)
     target = checked_target(spec, evaluation.partition, ledger, keystore, storage)
     refuse_population_change(spec, ledger)
-    aggregates, dp_info = dp_release(spec, publishable_view(pseudonymized), ledger)
+    aggregates, dp_info = (aggregates_of() if aggregates_of is not None
+                           else dp_release(spec, publishable_view(pseudonymized), ledger))
     inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
                                       report_path=str(target.report_path()), dp=dp_info,
                                       data_hash=dataset_hash(aggregates.table))
@@ -216,13 +228,14 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
 def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd.DataFrame,
                     pseudonymized: pd.DataFrame, ledger: Ledger, keystore: Any = None,
                     storage: Sequence[str | Path] = (), reports: Path | None = None,
-                    run_id: str | None = None) -> ReleasePublished:
+                    run_id: str | None = None, aggregates_of: AggregatesRelease | None = None) -> ReleasePublished:
     """Publish a passing evaluation as ``publication.mode`` says: the rows of ``anonymized``
     (:func:`publish`), or the noisy aggregates of ``pseudonymized`` (:func:`publish_aggregates`);
     PublicationRefused otherwise, nothing written. ``keystore`` and ``storage`` are kept clear
     of the target, with the release's inputs. Once published, the report an earlier evaluation
     left in the partition's report folder (``reports``, default :func:`reports_folder` without
-    ``reports_dir``) is removed: the publication's report is the one.
+    ``reports_dir``) is removed: the publication's report is the one. ``aggregates_of`` is
+    :func:`publish_aggregates`'s (the aggregates computed where the rows are).
 
     With ``approval.required`` (:mod:`.governance`), a passing evaluation is published only once
     approved (its report states by whom, when and why): until then
@@ -240,7 +253,7 @@ def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd
     approval = admit(spec, evaluation, ledger, keystore=keystore, reports=reports, run_id=run_id)
     if spec.publication.mode == "aggregates":
         done, errors = publish_aggregates(spec, evaluation, pseudonymized, ledger, keystore=keystore, storage=storage,
-                                          approval=approval)
+                                          approval=approval, aggregates_of=aggregates_of)
         out = ReleasePublished(done, "aggregates", evaluation.id, epsilon=float(spec.publication.epsilon or 0),
                                expected_error=errors)
     else:
@@ -344,7 +357,7 @@ def _swap(ledger: Ledger, folder: portal.Folder, target: Target, entry: int, sta
 
 
 __all__ = [
-    "RECORD_FILE", "REPORT_STEM", "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished",
+    "RECORD_FILE", "REPORT_STEM", "AggregatesRelease", "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished",
     "evaluation_report_inputs", "evaluation_report_path", "keep_evaluation", "kept_report", "publication_target",
     "publish", "publish_aggregates", "publish_release", "reconcile_pending", "record_refusal", "recorded_population",
     "refuse_population_change", "remove_kept_report", "report_base", "reports_folder", "table_bytes",
