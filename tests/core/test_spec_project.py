@@ -4,45 +4,26 @@ publication (``publication.io_manager``, ``publication.table``), each problem wi
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from anon_dagster.errors import SpecError
 from anon_dagster.spec import load_spec
-
-
-def write(tmp_path, *, source: dict | None = None, publication: dict | None = None, partitioned: bool = True):
-    spec = {
-        "release": "visits", "source": source if source is not None else {"asset": "warehouse/visits"},
-        "columns": {"pid": {"role": "identifier"}, "age": {"role": "quasi"}, "visit": {"role": "insensitive"}},
-        "publication": {"path": "out/{partition}.parquet", **(publication or {})},
-    }
-    if partitioned:
-        spec["partitions"] = {"cadence": "yearly", "start": "2024-01-01", "column": "visit"}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def problems(path) -> list[tuple[str, str]]:
-    with pytest.raises(SpecError) as info:
-        load_spec(path)
-    return [(p.key, p.message) for p in info.value.problems]
+from tests.support.specs import spec_problems, visits_spec_file
 
 
 def test_an_asset_source_and_a_table_publication_load(tmp_path):
-    spec = load_spec(write(tmp_path, publication={"io_manager": "warehouse", "table": "open_data.visits"}))
+    spec = load_spec(visits_spec_file(tmp_path, publication={"io_manager": "warehouse", "table": "open_data.visits"}))
     assert spec.source.asset_key == ("warehouse", "visits")
     assert spec.source.path is None and spec.data_folders() == [(tmp_path / "out").resolve()]
     assert (spec.publication.io_manager, spec.publication.table) == ("warehouse", "open_data.visits")
-    listed = load_spec(write(tmp_path, source={"asset": ["warehouse", "visits"]}))
+    listed = load_spec(visits_spec_file(tmp_path, source={"asset": ["warehouse", "visits"]}))
     assert listed.source.asset_key == ("warehouse", "visits")
 
 
 def test_a_spec_without_the_new_keys_dumps_as_before(tmp_path):
-    spec = load_spec(write(tmp_path, source={"path": "visits.csv"}))
+    spec = load_spec(visits_spec_file(tmp_path, source={"path": "visits.csv"}))
     assert set(spec.source.model_dump()) == {"path", "separator", "format"}
     assert not {"io_manager", "table", "table_partition_column"} & set(spec.publication.model_dump())
-    with_table = load_spec(write(tmp_path, source={"path": "visits.csv"},
+    with_table = load_spec(visits_spec_file(tmp_path, source={"path": "visits.csv"},
                                  publication={"io_manager": "warehouse", "table": "visits_open"}))
     assert with_table.spec_hash() != spec.spec_hash()  # a table publication is part of what the spec says
 
@@ -56,8 +37,8 @@ def test_a_spec_without_the_new_keys_dumps_as_before(tmp_path):
     ({"asset": "warehouse/visits", "format": "csv"}, "source.format", "applies to a file source only"),
 ])
 def test_a_bad_source_is_named_by_file_and_key(tmp_path, source, key, message):
-    path = write(tmp_path, source=source)
-    found = problems(path)
+    path = visits_spec_file(tmp_path, source=source)
+    found = spec_problems(path)
     assert any(k == key and message in m for k, m in found), found
     with pytest.raises(SpecError, match=str(path).replace("\\", "\\\\")):
         load_spec(path)
@@ -74,11 +55,11 @@ def test_a_bad_source_is_named_by_file_and_key(tmp_path, source, key, message):
      "publication.table_partition_column", "is a column of the release"),
 ])
 def test_a_bad_table_publication_is_named_by_key(tmp_path, publication, key, message):
-    found = problems(write(tmp_path, publication=publication))
+    found = spec_problems(visits_spec_file(tmp_path, publication=publication))
     assert any(k == key and message in m for k, m in found), found
 
 
 def test_an_unpartitioned_release_needs_no_partition_column(tmp_path):
-    spec = load_spec(write(tmp_path, partitioned=False,
+    spec = load_spec(visits_spec_file(tmp_path, partitioned=False,
                            publication={"io_manager": "warehouse", "table": "t", "table_partition_column": "age"}))
     assert spec.publication.table == "t"

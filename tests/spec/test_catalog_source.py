@@ -5,29 +5,11 @@ with file and key)."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from anon_dagster.errors import SpecError
 from anon_dagster.spec import load_spec
 from anon_dagster.spec.catalog import is_table_name, pandas_refusal, table_name_parts
-
-
-def write(tmp_path, source: dict) -> object:
-    spec = {
-        "release": "visits", "source": source,
-        "partitions": {"cadence": "yearly", "start": "2024-01-01", "column": "visit"},
-        "columns": {"pid": {"role": "identifier"}, "age": {"role": "quasi"}, "visit": {"role": "insensitive"}},
-        "publication": {"path": "out/{partition}.parquet"},
-    }
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
-def problems(path) -> list[tuple[str, str]]:
-    with pytest.raises(SpecError) as info:
-        load_spec(path)
-    return [(p.key, p.message) for p in info.value.problems]
+from tests.support.specs import spec_problems, visits_spec_file
 
 
 @pytest.mark.parametrize("name,parts", [
@@ -40,7 +22,7 @@ def problems(path) -> list[tuple[str, str]]:
     ("_tmp.v1", ["_tmp", "v1"]),
 ])
 def test_a_table_name_loads_and_reads_as_its_parts(tmp_path, name, parts):
-    spec = load_spec(write(tmp_path, {"table": name}))
+    spec = load_spec(visits_spec_file(tmp_path, {"table": name}))
     assert spec.source.table == name
     assert spec.source.spark_only == "source.table"
     assert spec.source.described == f"the catalog table {name!r}"
@@ -51,8 +33,8 @@ def test_a_table_name_loads_and_reads_as_its_parts(tmp_path, name, parts):
                                   "a`b`", "visits_{partition}", "", "clinic.", "a-b", "``"])
 def test_a_bad_table_name_is_one_problem_naming_file_and_key(tmp_path, name):
     assert not is_table_name(name)
-    path = write(tmp_path, {"table": name})
-    found = problems(path)
+    path = visits_spec_file(tmp_path, {"table": name})
+    found = spec_problems(path)
     assert [k for k, _ in found] == ["source.table"], found
     assert "is not a table name" in found[0][1] and repr(name)[:40] in found[0][1]
     with pytest.raises(SpecError, match=str(path).replace("\\", "\\\\")):
@@ -69,17 +51,17 @@ def test_a_bad_table_name_is_one_problem_naming_file_and_key(tmp_path, name):
     ({"path": "visits", "format": "orc"}, "source.format", ""),
 ])
 def test_a_table_with_the_keys_of_another_source_is_refused(tmp_path, source, key, message):
-    found = problems(write(tmp_path, source))
+    found = spec_problems(visits_spec_file(tmp_path, source))
     assert any(k == key and message in m for k, m in found), found
 
 
 def test_every_problem_of_the_source_at_once(tmp_path):
-    found = problems(write(tmp_path, {"table": "a..b", "format": "csv", "separator": ","}))
+    found = spec_problems(visits_spec_file(tmp_path, {"table": "a..b", "format": "csv", "separator": ","}))
     assert [k for k, _ in found] == ["source.table", "source.separator", "source.format"], found
 
 
 def test_a_delta_folder_loads_and_only_spark_reads_it(tmp_path):
-    spec = load_spec(write(tmp_path, {"path": "visits_delta", "format": "delta"}))
+    spec = load_spec(visits_spec_file(tmp_path, {"path": "visits_delta", "format": "delta"}))
     assert spec.source.spark_only == "source.format"
     line = pandas_refusal(spec)
     assert line is not None and line.startswith(f"{spec.label}: source.format delta ('visits_delta')")
@@ -87,9 +69,9 @@ def test_a_delta_folder_loads_and_only_spark_reads_it(tmp_path):
 
 
 def test_a_file_source_dumps_and_hashes_as_before(tmp_path):
-    spec = load_spec(write(tmp_path, {"path": "visits.csv"}))
+    spec = load_spec(visits_spec_file(tmp_path, {"path": "visits.csv"}))
     assert set(spec.source.model_dump()) == {"path", "separator", "format"}
     assert spec.source.spark_only is None and pandas_refusal(spec) is None
-    table = load_spec(write(tmp_path, {"table": "clinic.visits"}))
+    table = load_spec(visits_spec_file(tmp_path, {"table": "clinic.visits"}))
     assert set(table.source.model_dump()) == {"table", "separator", "format"}
     assert table.spec_hash() != spec.spec_hash()
