@@ -12,8 +12,8 @@ published table's frequency table over its QIs and sensitive attributes
 - the composition: the class assignment from the frequency table of (linkage pseudonym, QIs), the
   persons' distinct classes, checked against the ledger as on pandas;
 - the data contract: the same expectations computed by Spark SQL (the published columns, the
-  pseudonym formats, partition keys never null, no raw identifier value in a published cell), one
-  job for the raw values; Great Expectations is not called.
+  pseudonym formats, partition keys never null, no raw identifier value in a published cell:
+  :mod:`~.spark_raw_hits`); Great Expectations is not called.
 
 The evaluation's data hash is a Spark digest of the published rows (:func:`~.spark_frames.table_digest`),
 so its id differs from the pandas engine's for the same rows; every check's outcome is the same.
@@ -30,6 +30,7 @@ import pandas as pd
 from ..errors import DataError, UserError
 from ..risk.frequencies import frequency_classes, measure_frequencies, query_error_frequencies
 from .spark_frames import COUNT_COLUMN, FIRST_COLUMN, DriverLimit, published_columns
+from .spark_raw_hits import raw_value_hits
 
 
 def _passthrough(exc: BaseException) -> bool:
@@ -124,25 +125,30 @@ def contract_outcome(engine: Any, spec: Any, published: Any, raw: Any | None,
     allowed = set(spec.published_columns)
     if set(columns) != allowed:
         failed.append(f"{description}: extra {sorted(set(columns) - allowed)}, missing {sorted(allowed - set(columns))}")
-    counts: list[tuple[str, Any]] = []
+    counts: list[tuple[str, Any, str | None]] = []  # (expectation, rows violating it, pseudonym column)
     for name in spec.pseudonymized:
         if name in columns:
             p = spec.columns[name].pseudonymize
             pattern = pseudonym_pattern(p.method, prefix_version=p.prefix_version)
             col = F.col(f"`{name}`").cast("string")
             counts.append((f"{name}: pseudonyms match the {p.method} format",
-                           F.sum((col.isNotNull() & ~col.rlike(pattern)).cast("long"))))
+                           F.sum((col.isNotNull() & ~col.rlike(pattern)).cast("long")), name))
     for name in spec.partition_keys:
         if name in columns:
-            counts.append((f"partition key {name} is never null", F.sum(F.col(f"`{name}`").isNull().cast("long"))))
+            counts.append((f"partition key {name} is never null", F.sum(F.col(f"`{name}`").isNull().cast("long")),
+                           None))
+    off_format: dict[str, int] = {}
     if counts:
-        got = published.agg(*[c.alias(f"c{i}") for i, (_, c) in enumerate(counts)]).collect()[0]
-        for i, (text, _) in enumerate(counts):
+        got = published.agg(*[c.alias(f"c{i}") for i, (_, c, _) in enumerate(counts)]).collect()[0]
+        for i, (text, _, pseudonyms) in enumerate(counts):
             described.append(text)
-            if int(got[f"c{i}"] or 0):
-                failed.append(f"{text}: {int(got[f'c{i}'])} rows violate it")
-    for (col, ident), hits in raw_value_hits(engine, spec, published, raw, columns, types, categorical,
-                                             min_length).items():
+            violating = int(got[f"c{i}"] or 0)
+            if pseudonyms is not None:
+                off_format[pseudonyms] = violating
+            if violating:
+                failed.append(f"{text}: {violating} rows violate it")
+    for (col, ident), hits in raw_value_hits(spec, published, raw, columns, types, categorical, min_length,
+                                             off_format).items():
         text = f"{col}: holds no raw value of identifier {ident}"
         described.append(text)
         if hits:
@@ -152,64 +158,6 @@ def contract_outcome(engine: Any, spec: Any, published: Any, raw: Any | None,
                else f"{len(failed)} of {n} expectations failed: " + "; ".join(failed))
     return Outcome(name="data_contract", passed=not failed, value=len(failed), threshold=0, comparison="<=",
                    summary=summary, details={"expectations": described, "failed": failed})
-
-
-def raw_value_hits(engine: Any, spec: Any, published: Any, raw: Any | None, columns: list[str],
-                   types: dict[str, str], categorical: set[str], min_length: int) -> dict[tuple[str, str], int]:
-    """Per (published column, identifier), the published cells equal to a raw value of that
-    identifier, as :func:`anon_dagster.release.gate.raw_value_hits` chooses them: the identifier's
-    own column for all its raw values, the other text columns for those of ``min_length``
-    characters or more; counted by one join on Spark."""
-    from pyspark.sql import functions as F
-
-    if raw is None:
-        return {}
-    idents = [i for i in spec.identifiers if i in raw.columns]
-    if not idents:
-        return {}
-    raw_pairs = None
-    for ident in idents:
-        part = (raw.select(F.lit(ident).alias("ident"), F.col(f"`{ident}`").cast("string").alias("value"))
-                .where(F.col("value").isNotNull()))
-        raw_pairs = part if raw_pairs is None else raw_pairs.unionByName(part)
-    # read twice (the identifiers' lengths, then the join): the raw rows scanned once
-    raw_pairs = raw_pairs.distinct().persist()
-    try:
-        return _raw_hits(spec, published, raw_pairs, idents, columns, types, categorical, min_length)
-    finally:
-        raw_pairs.unpersist()
-
-
-def _raw_hits(spec: Any, published: Any, raw_pairs: Any, idents: list[str], columns: list[str],
-              types: dict[str, str], categorical: set[str], min_length: int) -> dict[tuple[str, str], int]:
-    """:func:`raw_value_hits` from the raw (identifier, value) pairs."""
-    from pyspark.sql import functions as F
-
-    lengths = {r["ident"]: (r["n"], r["longest"]) for r in raw_pairs.groupBy("ident").agg(
-        F.count(F.lit(1)).alias("n"), F.max(F.length("value")).alias("longest")).collect()}
-    text = [c for c in columns if types.get(c) == "string" and c not in categorical]
-    pairs: dict[tuple[str, str], int] = {}
-    for ident in idents:
-        n, longest = lengths.get(ident, (0, 0))
-        for col in columns:
-            if col != ident and col not in text:
-                continue
-            if n and (col == ident or (longest or 0) >= min_length):
-                pairs[(col, ident)] = 0
-    if not pairs:
-        return {}
-    searched = sorted({col for col, _ in pairs})
-    cells = published.select(F.explode(F.array(*[
-        F.struct(F.lit(c).alias("col"), F.col(f"`{c}`").cast("string").alias("value")) for c in searched
-    ])).alias("cell")).select("cell.col", "cell.value").where(F.col("value").isNotNull())
-    # a cell can only hit its own identifier's values, or values of min_length characters or more
-    cells = cells.where(F.col("col").isin(idents) | (F.length("value") >= min_length))
-    joined = cells.join(raw_pairs, on="value", how="inner")
-    joined = joined.where((F.col("col") == F.col("ident")) | (F.length("value") >= min_length))
-    for r in joined.groupBy("col", "ident").count().collect():
-        if (r["col"], r["ident"]) in pairs:
-            pairs[(r["col"], r["ident"])] = int(r["count"])
-    return pairs
 
 
 def composition_outcome(engine: Any, spec: Any, published: Any, ledger: Any, partition: str | None
