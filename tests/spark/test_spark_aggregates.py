@@ -110,24 +110,6 @@ def test_both_engines_publish_the_same_aggregates(spark_engine, spark, tmp_path,
     assert spark_result.to_dict() == pandas.to_dict()
 
 
-def aggregates_release(folder: Path) -> Path:
-    """A generated release published as DP aggregates: counts and stays per region and sex,
-    at most two rows per severity (the bounded 'person')."""
-    import yaml
-
-    from tests.support.spark_releases import write_release
-
-    path = write_release(folder, name="dp", anonymization={"method": "none"})
-    spec = yaml.safe_load(path.read_text())
-    spec["publication"].update({
-        "mode": "aggregates", "epsilon": 0.5, "total_epsilon": 1.0,
-        "aggregates": {"group_by": ["region", "sex"], "sums": [{"column": "stay", "lower": 0, "upper": 10}],
-                       "max_contributions": 40, "person": "severity", "domain": {"region": ["North", "South", "East"]}},
-    })
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
-
-
 @pytest.mark.usefixtures("master_key")
 def test_a_release_of_aggregates_gives_the_same_gate_and_table_on_both_engines(spark_engine, tmp_path):
     from anon_dagster.engine.spark_aggregates import dp_release as spark_release
@@ -137,8 +119,9 @@ def test_a_release_of_aggregates_gives_the_same_gate_and_table_on_both_engines(s
     from anon_dagster.release.publish import dp_release
     from anon_dagster.spec import load_spec
     from tests.support.ledgers import new_ledger
+    from tests.support.spark_releases import aggregates_release
 
-    spec = load_spec(aggregates_release(tmp_path))
+    spec = load_spec(aggregates_release(tmp_path, total_epsilon=1.0))
     ledger = new_ledger(tmp_path / "l.sqlite")
     keystore = open_keystore()
     pandas = pipeline.run_gate(spec, partition="2024", keystore=keystore, ledger=ledger)

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-import yaml
 from dagster import DagsterInstance
 
 from anon_dagster.dagster import load_release_definitions
@@ -26,7 +25,7 @@ from anon_dagster.engine import spark_store
 from anon_dagster.release import dp, evaluation_memo
 from anon_dagster.spec import load_spec
 from tests.support.ledgers import env_ledger
-from tests.support.spark_releases import discharges, write_release
+from tests.support.spark_releases import aggregates_release
 
 pytestmark = pytest.mark.usefixtures("master_key")
 
@@ -37,25 +36,12 @@ ENTRY_FIELDS = ("release", "partition", "population", "status", "spec_hash", "da
                 "epsilon", "file_hash", "superseded_by")
 
 
-def aggregates_release(folder: Path) -> Path:
-    """Counts and stays per region and sex, at most two rows per severity (the bounded 'person'),
-    ε 0.5 per partition of a budget of 0.8: the first partition published spends 0.5, a second
-    would bring the population to 1.0, over the budget."""
-    path = write_release(folder, name="dp", data=discharges(n=400, seed=3), anonymization={"method": "none"})
-    spec = yaml.safe_load(path.read_text())
-    spec["publication"].update({
-        "mode": "aggregates", "epsilon": 0.5, "total_epsilon": 0.8,
-        "aggregates": {"group_by": ["region", "sex"], "sums": [{"column": "stay", "lower": 0, "upper": 10}],
-                       "max_contributions": 40, "person": "severity", "domain": {"region": ["North", "South", "East"]}},
-    })
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
-
-
 def run(root: Path, engine: EngineResource | None) -> dict[str | None, object]:
     """Partitions 2023 then 2024 of the release through its job, on ``engine`` (None: pandas)."""
     evaluation_memo.forget()
-    spec_path = aggregates_release(root)
+    # ε 0.5 per partition of 0.8: the first partition published spends 0.5, a second would
+    # bring the population to 1.0, over the budget
+    spec_path = aggregates_release(root, total_epsilon=0.8, seed=3)
     env_ledger(root / "ledger.sqlite", create=True)
     defs = load_release_definitions(spec_path.parent, engine=engine, storage_dir=str(root / "storage"),
                                     ledger_path=str(root / "ledger.sqlite"))

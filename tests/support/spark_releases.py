@@ -115,6 +115,22 @@ def write_release(folder: Path, *, name: str = "tiny", data: pd.DataFrame | None
     return path
 
 
+def aggregates_release(folder: Path, *, total_epsilon: float, seed: int = 0) -> Path:
+    """A release ``dp`` of :func:`write_release` (400 discharges drawn with ``seed``, no
+    anonymization) published as DP aggregates: counts and stays (bounded to 0..10) per region and
+    sex over the declared regions North, South and East, at most 40 rows per severity (the bounded
+    'person'), ε 0.5 per partition of a population budget of ``total_epsilon``."""
+    path = write_release(folder, name="dp", data=discharges(n=400, seed=seed), anonymization={"method": "none"})
+    spec = yaml.safe_load(path.read_text())
+    spec["publication"].update({
+        "mode": "aggregates", "epsilon": 0.5, "total_epsilon": total_epsilon,
+        "aggregates": {"group_by": ["region", "sex"], "sums": [{"column": "stay", "lower": 0, "upper": 10}],
+                       "max_contributions": 40, "person": "severity", "domain": {"region": ["North", "South", "East"]}},
+    })
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
 def check_json(spec: Path, *args: str) -> tuple[int, dict]:
     """``anon-dagster check SPEC --json ARGS``: the exit status and the JSON printed."""
     out = io.StringIO()
