@@ -29,8 +29,8 @@ everything the engine refuses anyway (docs/scale.md).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ from .publish_step import (
     publication_step,
     published_columns,
 )
+from .release_names import SOURCE_INPUT, SYNTHETIC_INPUT
 from .shown_outcomes import anonymized_entries, ingested_entries, pseudonymized_entries
 from .step_storage import spark_folder
 from .stored_table import StoredTable
@@ -194,6 +195,57 @@ def anonymized_step(engine: Any, spec: ReleaseSpec, pseudonymized: Any, *, parti
     return StepOutput(stored, anonymized_entries(shown, record_file), stored.rows, record_file, result.unreachable)
 
 
+@dataclass(frozen=True)
+class RowStep:
+    """A step handing on rows: its ``name``, the step whose value it reads (``upstream``; none
+    for ``raw``, which reads the source) and whether it may open the key store (``keystore``:
+    the orchestrator then binds the key store to it)."""
+
+    name: str
+    upstream: str | None
+    keystore: bool
+
+
+ROW_STEPS = (RowStep("raw", None, True), RowStep("pseudonymized", "raw", True),
+             RowStep("anonymized", "pseudonymized", False))
+
+
+@dataclass
+class StepCall:
+    """What a row step is called with, as an orchestrator supplies it: the ``engine``, the
+    ``spec``, the ``partition`` (None: unpartitioned), ``keystore()`` opening the key store,
+    ``storage()`` the release's storage folder (Spark only), the step's ``inputs`` by name (the
+    upstream step's value under that step's name, an asset of the project under its name in
+    :func:`~.release_names.project_inputs`), ``reports_dir``, and ``source_partitioned()``:
+    whether the ``source.asset`` the raw step reads is partitioned (its partition the table's own)."""
+
+    engine: Any
+    spec: ReleaseSpec
+    partition: str | None
+    keystore: Callable[[], Any]
+    storage: Callable[[], Path]
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    reports_dir: str | None = None
+    source_partitioned: Callable[[], bool] = lambda: False
+
+
+def row_step(step: RowStep, call: StepCall) -> StepOutput:
+    """The row step ``step`` (one of :data:`ROW_STEPS`) as ``call`` supplies it: :func:`raw_step`,
+    :func:`pseudonymized_step` or :func:`anonymized_step`; a ``warning`` is the line to log,
+    naming the release and partition."""
+    spec, partition, upstream = call.spec, call.partition, call.inputs.get(step.upstream or "")
+    if step.name == "raw":
+        return raw_step(call.engine, spec, partition, keystore=call.keystore, storage=call.storage,
+                        ingest=lambda: pipeline.ingest_source(spec, partition, call.inputs.get(SOURCE_INPUT),
+                                                              table_partitioned=call.source_partitioned))
+    if step.name == "pseudonymized":
+        return pseudonymized_step(call.engine, spec, upstream, keystore=call.keystore, partition=partition,
+                                  storage=call.storage)
+    out = anonymized_step(call.engine, spec, upstream, partition=partition, reports_dir=call.reports_dir,
+                          storage=call.storage, synthetic_table=call.inputs.get(SYNTHETIC_INPUT))
+    return replace(out, warning=f"{spec.release} {partition or ''}: {out.warning}") if out.warning else out
+
+
 # ----- the checks and the publication ----------------------------------------------------------
 def _spark_evaluation(engine: Any, spec: ReleaseSpec, anonymized: StoredTable, pseudonymized: Any, raw: Any,
                       ledger: Ledger | None, partition: str | None, only: set[str] | None) -> Evaluation:
@@ -221,19 +273,12 @@ def checks_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonymize
                 reports_dir: str | None = None) -> CheckStep:
     """:func:`~.publish_step.check_step` on the engine: the same checks (names, severities,
     verdicts), remembered for the publication step and their evidence kept the same way."""
-    if not on_spark(engine):
-        return check_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                          partition=partition, only=only, declared=declared, reports_dir=reports_dir)
-    complete = only == set(declared)
-    digests = _digests(anonymized, pseudonymized, raw)
-    before = evaluation_memo.evaluation_key(spec, partition, digests, ledger) if complete else None
-    evaluation = _spark_evaluation(engine, spec, anonymized, pseudonymized, raw, ledger, partition, only)
-    if before is not None and before == evaluation_memo.evaluation_key(spec, partition, digests, ledger):
-        evaluation_memo.remember(before, evaluation)
-    if not complete:
-        return CheckStep(evaluation)
-    kept = keep_evaluation(spec, evaluation, ledger, reports_folder(spec, reports_dir, partition))
-    return CheckStep(evaluation, kept.report, kept.problem)
+    spark = on_spark(engine)
+    return check_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                      partition=partition, only=only, declared=declared, reports_dir=reports_dir,
+                      digests=(lambda: _digests(anonymized, pseudonymized, raw)) if spark else None,
+                      evaluate=(lambda: _spark_evaluation(engine, spec, anonymized, pseudonymized, raw, ledger,
+                                                          partition, only)) if spark else None)
 
 
 def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any,
@@ -317,5 +362,5 @@ def _erased(engine: Any, spec: ReleaseSpec, df: Any, keystore: Any) -> pd.DataFr
     return driver_rows(engine, hits, [gate.LINKAGE_COLUMN], hits.count(), what="the rows of erased persons")
 
 
-__all__ = ["StepOutput", "anonymized_step", "checks_step", "on_spark", "published_step", "pseudonymized_step",
-           "raw_step"]
+__all__ = ["ROW_STEPS", "RowStep", "StepCall", "StepOutput", "anonymized_step", "checks_step", "on_spark",
+           "published_step", "pseudonymized_step", "raw_step", "row_step"]

@@ -56,4 +56,11 @@ def judge_freshness(spec: ReleaseSpec, ledger: Any, now: datetime | None = None)
                                     "review_after_days": days})
 
 
-__all__ = ["SECONDS_PER_DAY", "Freshness", "judge_freshness", "published_at"]
+def unreadable_ledger(exc: BaseException) -> str:
+    """Why freshness was not judged: the ledger (none yet, or a broken one) could not be read, in one line."""
+    from .evaluate_step import describe_error
+
+    return f"the ledger cannot be read: {describe_error(exc)}"
+
+
+__all__ = ["SECONDS_PER_DAY", "Freshness", "judge_freshness", "published_at", "unreadable_ledger"]

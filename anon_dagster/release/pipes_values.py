@@ -27,6 +27,7 @@ from typing import Any
 
 from ..io import plain_json
 from ..objectstore import ObjectPath
+from ..spec import ReleaseSpec
 from .evaluation import EvidenceTable
 from .metadata_fit import fit_values
 from .shown_outcomes import ShownCheck
@@ -102,9 +103,20 @@ def find_message(messages: list[Any], kind: str) -> dict[str, Any] | None:
     return dict(found[-1]) if found else None
 
 
+def step_extras(spec: ReleaseSpec, step: str, partition: str | None, extras: Mapping[str, Any]) -> dict[str, Any]:
+    """What the external job is given to run ``step`` of ``partition``: the spec's path, the step,
+    the partition, then ``extras`` (which override them: ``spec`` as the job sees it)."""
+    return {EXTRA_SPEC: str(spec.spec_path), EXTRA_STEP: step, EXTRA_PARTITION: partition, **extras}
+
+
+def check_descriptions(messages: list[Any]) -> dict[str, str]:
+    """The checks' descriptions the external job reported (:data:`CHECKS_MESSAGE`), by check name."""
+    return (find_message(messages, CHECKS_MESSAGE) or {}).get("descriptions") or {}
+
+
 __all__ = [
     "CHECKS_MESSAGE", "EXTRA_ASSET", "EXTRA_ENGINE", "EXTRA_FREQUENCIES", "EXTRA_INPUT", "EXTRA_LEDGER",
     "EXTRA_PARTITION", "EXTRA_SPARK_MASTER", "EXTRA_SPEC", "EXTRA_STEP", "FREQUENCIES_MESSAGE", "MESSAGE_KIND",
-    "STEPS", "STEP_CHECKS", "STEP_FREQUENCIES", "check_message", "custom_message", "find_message", "plain_metadata",
-    "plain_value",
+    "STEPS", "STEP_CHECKS", "STEP_FREQUENCIES", "check_descriptions", "check_message", "custom_message", "find_message",
+    "plain_metadata", "plain_value", "step_extras",
 ]

@@ -44,6 +44,12 @@ def previous_key(keys: list[str], partition: str | None) -> str | None:
     return keys[index - 1] if index > 0 else None
 
 
+def earlier_partition(spec: ReleaseSpec, partition: str | None, keys: Callable[[], list[str]]) -> str | None:
+    """The partition a step of ``partition`` waits for: the one before it in ``keys()`` (the
+    release's partition keys, asked for only then) for an ordered release, else None."""
+    return previous_key(keys(), partition) if is_ordered(spec) and partition is not None else None
+
+
 def decides(selection: Collection[str] | None, job: str, published: str, release_job: str) -> bool:
     """Whether a run of a partition decides its publication: its asset selection holds ``published``
     or, selecting nothing (the whole job), it is a run of the release's job ``release_job``."""
@@ -114,5 +120,5 @@ def population_lock(spec: ReleaseSpec, ledger_path: str | Path, *,
         os.close(fd)
 
 
-__all__ = ["ORDER_WAIT_SECONDS", "POLL_SECONDS", "decides", "is_ordered", "population_lock", "previous_key",
+__all__ = ["ORDER_WAIT_SECONDS", "POLL_SECONDS", "decides", "earlier_partition", "is_ordered", "population_lock", "previous_key",
            "wait_while_deciding"]

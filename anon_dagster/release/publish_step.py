@@ -19,7 +19,7 @@ carries the command that approves it (:class:`~.governance.AwaitingApproval` tur
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,23 +54,39 @@ class CheckStep:
     report: Path | None = None
     problem: str | None = None
 
+    @property
+    def warning(self) -> str | None:
+        """The line to log when the evaluation's evidence could not be kept (None: nothing to say)."""
+        return not_kept(self.problem)
 
-def check_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
+
+def not_kept(problem: str | None) -> str | None:
+    """The line saying why an evaluation's evidence could not be kept (None without a problem)."""
+    return f"the evaluation's report could not be kept: {problem}" if problem else None
+
+
+def check_step(spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any,
                ledger: Ledger, partition: str | None, only: set[str], declared: Collection[str],
-               reports_dir: str | None = None) -> CheckStep:
+               reports_dir: str | None = None, digests: Callable[[], Sequence[str]] | None = None,
+               evaluate: Callable[[], Evaluation] | None = None) -> CheckStep:
     """Evaluate the checks named in ``only`` of the stored tables. When ``only`` is every
     ``declared`` check, the evaluation is complete: it is remembered for the publication step
-    (if the ledger did not change meanwhile) and its evidence is kept."""
+    (if the ledger did not change meanwhile) and its evidence is kept.
+
+    ``digests()`` (default: :func:`~.evaluation_memo.table_digests` of the pandas tables) and
+    ``evaluate()`` (default: :func:`~.stored.evaluate_stored` of them, the checks of ``only``)
+    are the engine's: the same bookkeeping whatever evaluates the tables."""
     complete = only == set(declared)
-    digests = evaluation_memo.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw) \
-        if complete else ()
-    before = evaluation_memo.evaluation_key(spec, partition, digests, ledger) if complete else None
-    evaluation = evaluate_stored(spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                                 partition=partition, only=only)
-    if before is not None and before == evaluation_memo.evaluation_key(spec, partition, digests, ledger):
-        evaluation_memo.remember(before, evaluation)
+    if complete:  # the tables and the ledger as they are before the evaluation
+        tables = tuple(digests()) if digests is not None else evaluation_memo.table_digests(
+            anonymized=anonymized, pseudonymized=pseudonymized, raw=raw)
+        before = evaluation_memo.evaluation_key(spec, partition, tables, ledger)
+    evaluation = evaluate() if evaluate is not None else evaluate_stored(
+        spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition, only=only)
     if not complete:
         return CheckStep(evaluation)
+    if before == evaluation_memo.evaluation_key(spec, partition, tables, ledger):  # the ledger did not change
+        evaluation_memo.remember(before, evaluation)
     kept = keep_evaluation(spec, evaluation, ledger, reports_folder(spec, reports_dir, partition))
     return CheckStep(evaluation, kept.report, kept.problem)
 
@@ -135,6 +151,11 @@ class PublicationStep:
         return self.outcome == REFUSED
 
     @property
+    def warning(self) -> str | None:
+        """The line to log when a refused evaluation's evidence could not be kept (:func:`not_kept`)."""
+        return not_kept(self.problem) if self.refused else None
+
+    @property
     def reason_lines(self) -> list[str]:
         """The first line of each refusal, empty ones left out."""
         return [line for r in self.refusals or [] for line in r.strip().splitlines()[:1]]
@@ -189,4 +210,5 @@ def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymiz
                            columns=published_columns(anonymized, done))
 
 
-__all__ = ["AWAITING", "PUBLISHED", "REFUSED", "Awaiting", "CheckStep", "PublicationStep", "check_step", "publication_step", "published_columns", "refusal_of"]
+__all__ = ["AWAITING", "PUBLISHED", "REFUSED", "Awaiting", "CheckStep", "PublicationStep", "check_step", "not_kept", "publication_step",
+           "published_columns", "refusal_of"]

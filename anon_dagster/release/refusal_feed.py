@@ -67,4 +67,9 @@ class RefusalFeed:
         return json.dumps(self.after, sort_keys=True)
 
 
-__all__ = ["OUTCOME_KEY", "REFUSAL_KEY", "RefusalFeed", "read_cursor", "refusal_of"]
+def handed_on(count: int) -> str:
+    """Why a look at the refusals asked for no run: ``count`` refusals were handed on."""
+    return f"{count} refusal(s) handed on"
+
+
+__all__ = ["OUTCOME_KEY", "REFUSAL_KEY", "RefusalFeed", "handed_on", "read_cursor", "refusal_of"]

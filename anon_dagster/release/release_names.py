@@ -1,7 +1,9 @@
 """The names and definition metadata an orchestrator gives a release's objects.
 
 Asset ``<release>/<step>`` in the group ``<release>``; job ``<release>_release``, schedule
-``<release>_schedule``, sensors ``<release>_source_sensor`` and ``<release>_freshness_sensor``;
+``<release>_schedule``, sensors ``<release>_source_sensor``, ``<release>_freshness_sensor`` and
+(with ``approval.required``) ``<release>_approval_sensor``; the gate's checks run as
+``<release>_checks``;
 the publication's outcome is the check :data:`PUBLICATION_CHECK` and the age of the latest
 publication the check :data:`FRESHNESS_CHECK`, both on the published step. The gate's checks are
 on the anonymized step and also read :data:`CHECK_INPUTS`. Owners and tags are the spec's, on
@@ -47,6 +49,15 @@ def freshness_sensor_name(spec: ReleaseSpec) -> str:
     return f"{spec.release}_freshness_sensor"
 
 
+def approval_sensor_name(spec: ReleaseSpec) -> str:
+    return f"{spec.release}_approval_sensor"
+
+
+def checks_name(spec: ReleaseSpec) -> str:
+    """The name of the one step evaluating the gate's checks."""
+    return f"{spec.release}_checks"
+
+
 def owners(spec: ReleaseSpec) -> list[str]:
     """The spec's ``owners`` (e-mail addresses or ``team:<name>``)."""
     return list(getattr(spec, "owners", None) or [])
@@ -84,6 +95,6 @@ def check_metadata(check: DeclaredCheck) -> dict[str, Any]:
     return {"spec_key": check.spec_key, "severity": check.severity}
 
 
-__all__ = ["CHECK_INPUTS", "FRESHNESS_CHECK", "PUBLICATION_CHECK", "SOURCE_INPUT", "SYNTHETIC_INPUT", "asset_path",
-           "check_metadata", "freshness_sensor_name", "job_name", "owners", "project_inputs", "schedule_name",
+__all__ = ["CHECK_INPUTS", "FRESHNESS_CHECK", "PUBLICATION_CHECK", "SOURCE_INPUT", "SYNTHETIC_INPUT",
+           "approval_sensor_name", "asset_path", "check_metadata", "checks_name", "freshness_sensor_name", "job_name", "owners", "project_inputs", "schedule_name",
            "source_sensor_name", "step_metadata", "tags"]

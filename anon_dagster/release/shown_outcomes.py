@@ -98,6 +98,11 @@ def freshness_shown(fresh: Freshness) -> ShownCheck:
     return ShownCheck(fresh.passed, "error", fresh.description, metadata)
 
 
+def undelivered_alert(problem: str) -> str:
+    """The line logged when a refusal's alert was not delivered (``problem``: why not)."""
+    return f"the refusal alert was not delivered: {problem}"
+
+
 def publication_shown(step: PublicationStep, run_id: str | None) -> ShownPublication:
     """The published step's event for its outcome: published (the publication's figures),
     awaiting approval (the ``publication`` check fails with WARN: nothing was published, nothing
@@ -133,4 +138,5 @@ def publication_shown(step: PublicationStep, run_id: str | None) -> ShownPublica
 
 
 __all__ = ["AWAITING_OUTCOME", "ShownCheck", "ShownPublication", "anonymized_entries", "check_entries", "check_shown",
-           "freshness_shown", "ingested_entries", "publication_shown", "pseudonymized_entries"]
+           "freshness_shown", "ingested_entries", "publication_shown", "pseudonymized_entries",
+           "undelivered_alert"]

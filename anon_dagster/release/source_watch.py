@@ -24,6 +24,8 @@ from typing import Any
 from ..partitions import UNPARTITIONED
 from ..spec import ReleaseSpec
 
+NOTHING_NEW = "no new or changed source file"  # why a look at the source files asks for no run
+
 # a run the watch asks for: (partition key, or None when unpartitioned; run key)
 SourceRun = tuple[str | None, str]
 
@@ -71,4 +73,4 @@ def source_runs(spec: ReleaseSpec, cursor: str | None, keys: Sequence[str] | Non
     return runs, json.dumps(state, sort_keys=True)
 
 
-__all__ = ["SourceRun", "file_signature", "source_runs"]
+__all__ = ["NOTHING_NEW", "SourceRun", "file_signature", "source_runs"]

@@ -29,6 +29,14 @@ DESCRIPTIONS = {
 
 PUBLICATION_TEXT = ("Whether the partition was published: every check of the gate re-verified at publication "
                     "time (composition against the ledger as it is then); fails with one line per failed check.")
+# what the release's job and sensors do, as their descriptions say
+OBJECT_TEXTS = {
+    "job": "Release {release}: ingest, pseudonymize, anonymize, check, publish.",
+    "source_sensor": "Runs {release}'s release for a partition when its source file appears or changes.",
+    "freshness_sensor": "Judges the freshness check of {release}'s publications from the ledger.",
+    "approval_sensor": "Requests the publication of every evaluation an approval recorded in the ledger made due.",
+    "refusal_sensor": "Hands every refused publication to a function.",
+}
 FRESHNESS_TEXT = ("The latest publication of {release} is at most policy.review_after_days = {days} days old "
                   "(from the ledger; refusals do not count).")
 
@@ -46,6 +54,12 @@ def step_description(spec: ReleaseSpec, step: str) -> str:
     """The spec's ``description`` (when it has one), then what the step does."""
     text = DESCRIPTIONS[step].format(release=spec.release)
     return f"{spec.description.strip()}\n\n{text}" if spec.description.strip() else text
+
+
+def object_description(kind: str, spec: ReleaseSpec | None = None) -> str:
+    """What the release's object ``kind`` (a key of :data:`OBJECT_TEXTS`) does; ``spec`` names
+    the release of a per-release object."""
+    return OBJECT_TEXTS[kind].format(release=spec.release if spec is not None else "")
 
 
 def freshness_text(spec: ReleaseSpec) -> str:
@@ -77,5 +91,5 @@ def code_version(spec: ReleaseSpec) -> str:
     return f"{package_version()}-{spec.spec_hash()[:16]}"
 
 
-__all__ = ["DESCRIPTIONS", "FRESHNESS_TEXT", "PUBLICATION_TEXT", "STEPS", "code_version", "freshness_text",
-           "package_version", "step_description", "step_kinds", "store_kind"]
+__all__ = ["DESCRIPTIONS", "FRESHNESS_TEXT", "OBJECT_TEXTS", "PUBLICATION_TEXT", "STEPS", "code_version",
+           "freshness_text", "object_description", "package_version", "step_description", "step_kinds", "store_kind"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
-from anon_dagster.release.freshness import judge_freshness, published_at
+from anon_dagster.release.freshness import judge_freshness, published_at, unreadable_ledger
 
 SPEC = SimpleNamespace(release="visits", policy=SimpleNamespace(review_after_days=30))
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -55,3 +55,8 @@ def test_an_unpartitioned_publication_is_named_all_and_z_times_are_utc():
     fresh = judge_freshness(SPEC, Entries(entry(None, "2025-01-01T00:00:00Z")), now=T0 + timedelta(days=31))
     assert not fresh.passed and fresh.metadata["latest_partition"] == "all"
     assert fresh.description.startswith("latest publication visits is 31 days old")
+
+
+def test_an_unreadable_ledger_is_one_line_with_the_errors_kind():
+    error = ValueError("the ledger's seal does not match\nsecond line")
+    assert unreadable_ledger(error) == "the ledger cannot be read: ValueError: the ledger's seal does not match"

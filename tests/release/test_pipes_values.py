@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from anon_dagster.release.evaluation import EvidenceTable
 from anon_dagster.release.metadata_fit import MAX_METADATA_BYTES
 from anon_dagster.release.pipes_values import (
+    CHECKS_MESSAGE,
     FREQUENCIES_MESSAGE,
+    check_descriptions,
     check_message,
     custom_message,
     find_message,
     plain_metadata,
     plain_value,
+    step_extras,
 )
 from anon_dagster.release.shown_outcomes import ShownCheck
 from anon_dagster.release.shown_values import Shown
@@ -63,3 +67,18 @@ def test_the_last_message_of_a_kind_is_found_among_others():
     first, last = custom_message(FREQUENCIES_MESSAGE, rows=1), custom_message(FREQUENCIES_MESSAGE, rows=2)
     assert find_message([{"other": 1}, first, "text", last], FREQUENCIES_MESSAGE)["rows"] == 2
     assert find_message([{"other": 1}], FREQUENCIES_MESSAGE) is None
+
+
+def test_a_steps_extras_name_the_spec_step_and_partition_and_the_callers_override_them():
+    spec = SimpleNamespace(spec_path=Path("specs/visits.yaml"))
+    assert step_extras(spec, "checks", "2024", {}) == {"spec": "specs/visits.yaml", "step": "checks",
+                                                       "partition": "2024"}
+    assert step_extras(spec, "checks", None, {"spec": "/job/visits.yaml", "engine": "spark"}) == {
+        "spec": "/job/visits.yaml", "step": "checks", "partition": None, "engine": "spark"}
+
+
+def test_the_checks_descriptions_are_the_last_checks_message_or_none():
+    first = custom_message(CHECKS_MESSAGE, descriptions={"k_anonymity": "old"})
+    last = custom_message(CHECKS_MESSAGE, descriptions={"k_anonymity": "k = 3 >= 2"})
+    assert check_descriptions([first, custom_message(FREQUENCIES_MESSAGE), last]) == {"k_anonymity": "k = 3 >= 2"}
+    assert check_descriptions([custom_message(FREQUENCIES_MESSAGE)]) == {}

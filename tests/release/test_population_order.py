@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from anon_dagster.release.population_order import (
+    earlier_partition,
     is_ordered,
     population_lock,
     previous_key,
@@ -31,6 +32,18 @@ def test_only_a_partitioned_release_of_a_population_is_ordered():
 def test_the_key_before():
     keys = ["2022", "2023", "2024"]
     assert [previous_key(keys, k) for k in (*keys, "2030", None)] == [None, "2022", "2023", None, None]
+
+
+def test_only_an_ordered_release_waits_for_its_partition_before():
+    keys = ["2022", "2023", "2024"]
+    assert earlier_partition(release(), "2024", lambda: keys) == "2023"
+    assert earlier_partition(release(), "2022", lambda: keys) is None  # the first one waits for none
+
+    def unasked() -> list[str]:
+        raise AssertionError("the keys of a release that waits for nothing are not asked for")
+
+    assert earlier_partition(release(population=None), "2024", unasked) is None
+    assert earlier_partition(release(), None, unasked) is None
 
 
 def test_the_wait_ends_when_no_run_decides_the_earlier_partition():

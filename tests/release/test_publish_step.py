@@ -168,3 +168,26 @@ def test_a_rejected_evaluation_is_a_refusal_not_awaiting(tmp_path, evaluated, mo
     outcome = steps.publication_step(spec, **tables, ledger=ledger, partition="2023", keystore=keystore)
     assert outcome.outcome == steps.REFUSED and outcome.refused and outcome.awaiting is None
     assert "rejected by dpo" in outcome.reason_lines[0] and not target_of(spec, "2023").path.exists()
+
+
+def test_an_engines_evaluation_is_remembered_under_the_engines_digests(tmp_path, evaluated):
+    spec, keystore, ledger, tables = stored(tmp_path)
+    declared = [c.name for c in pipeline.declared_checks(spec)]
+    engines = steps.evaluate_stored(spec, tables["anonymized"], pseudonymized=tables["pseudonymized"],
+                                    raw=tables["raw"], ledger=ledger, partition="2023")
+    evaluated.clear()
+    checked = steps.check_step(spec, **tables, ledger=ledger, partition="2023", only=set(declared),
+                               declared=declared, digests=lambda: ("a", "b", "c"), evaluate=lambda: engines)
+    assert checked.evaluation is engines and evaluated == []  # the pandas evaluation was not computed
+    key = evaluation_memo.evaluation_key(spec, "2023", ("a", "b", "c"), ledger)
+    assert evaluation_memo.recall(key) is engines
+    pandas_key = evaluation_memo.evaluation_key(spec, "2023", evaluation_memo.table_digests(**tables), ledger)
+    assert evaluation_memo.recall(pandas_key) is None
+
+
+def test_evidence_that_could_not_be_kept_is_one_warning_line_of_a_refusal_only():
+    line = "the evaluation's report could not be kept: disk full"
+    assert steps.CheckStep(None, problem="disk full").warning == line
+    assert steps.CheckStep(None).warning is None
+    assert steps.PublicationStep(None, "2023", None, refusals=["k"], problem="disk full").warning == line
+    assert steps.PublicationStep(None, "2023", None, published=object(), problem="disk full").warning is None

@@ -8,7 +8,7 @@ import pytest
 
 from anon_dagster.errors import UserError
 from anon_dagster.release.alerts import Refusal
-from anon_dagster.release.refusal_feed import RefusalFeed, read_cursor, refusal_of
+from anon_dagster.release.refusal_feed import RefusalFeed, handed_on, read_cursor, refusal_of
 
 PAYLOAD = {"release": "visits", "partition": "2024", "failed_checks": ["k_anonymity"],
            "reasons": ["k_anonymity: k = 1 < 5"], "evaluation_id": "ev1", "run_id": "old"}
@@ -46,3 +46,7 @@ def test_the_feed_hands_refusals_oldest_first_and_its_cursor_skips_them_next_tim
 def test_a_cursor_that_is_no_object_of_ids_is_one_clear_error(cursor):
     with pytest.raises(UserError, match="refusal cursor"):
         read_cursor(cursor)
+
+
+def test_a_look_asking_for_no_run_says_how_many_refusals_it_handed_on():
+    assert [handed_on(n) for n in (0, 3)] == ["0 refusal(s) handed on", "3 refusal(s) handed on"]

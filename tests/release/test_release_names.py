@@ -15,6 +15,8 @@ def test_every_name_is_the_release_name_with_its_role(tmp_path):
     assert (names.job_name(spec), names.schedule_name(spec)) == ("visits_release", "visits_schedule")
     assert names.source_sensor_name(spec) == "visits_source_sensor"
     assert names.freshness_sensor_name(spec) == "visits_freshness_sensor"
+    assert names.approval_sensor_name(spec) == "visits_approval_sensor"
+    assert names.checks_name(spec) == "visits_checks"
 
 
 def test_stored_steps_carry_their_policy_and_raw_its_spec(tmp_path):

@@ -14,7 +14,7 @@ from anon_dagster.release.freshness import Freshness
 from anon_dagster.release.population_order import decides
 from anon_dagster.release.published_table import TableRefused, table_of_record
 from anon_dagster.release.release_names import SOURCE_INPUT, project_inputs
-from anon_dagster.release.shown_outcomes import check_shown, freshness_shown
+from anon_dagster.release.shown_outcomes import check_shown, freshness_shown, undelivered_alert
 from anon_dagster.release.shown_values import Shown, measured
 from anon_dagster.spec.starter import scaffold
 
@@ -88,3 +88,7 @@ def test_the_scaffold_writes_a_component_py_or_a_defs_yaml_and_the_starter(tmp_p
     defs.write_text("type: other\n")
     scaffold(defs, "pkg.Component", append=True)
     assert defs.read_text().startswith("type: other\n---\n") and (defs.parent / "data" / "example.csv").exists()
+
+
+def test_an_undelivered_alert_is_one_line_with_why():
+    assert undelivered_alert("HTTP 503") == "the refusal alert was not delivered: HTTP 503"

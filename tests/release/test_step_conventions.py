@@ -5,7 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from anon_dagster.release.step_conventions import (
+    OBJECT_TEXTS,
     code_version,
+    object_description,
     package_version,
     step_description,
     step_kinds,
@@ -34,3 +36,11 @@ def test_a_description_leads_with_the_specs_own():
 
 def test_the_code_version_is_the_package_and_the_spec_hash():
     assert code_version(release()) == f"{package_version()}-{'ab' * 8}"
+
+
+def test_each_object_says_what_it_does_naming_its_release():
+    assert object_description("job", release()) == "Release visits: ingest, pseudonymize, anonymize, check, publish."
+    assert object_description("source_sensor", release()).startswith("Runs visits's release for a partition")
+    assert "visits's publications" in object_description("freshness_sensor", release())
+    assert object_description("refusal_sensor") == "Hands every refused publication to a function."
+    assert all("{" not in object_description(kind, release()) for kind in OBJECT_TEXTS)

@@ -64,6 +64,11 @@ class ApprovalRun:
     tags: dict[str, str]
 
 
+def governed(specs: Iterable[ReleaseSpec]) -> dict[str, ReleaseSpec]:
+    """The releases of ``specs`` whose publication waits for an approval (``approval.required``), by name."""
+    return {s.release: s for s in specs if s.approval is not None and s.approval.required}
+
+
 def approval_runs(ledger: Ledger, specs: Iterable[ReleaseSpec], cursor: str | None) -> tuple[list[ApprovalRun], str]:
     """The runs the decisions after ``cursor`` (text; empty: none seen) make due, and the new cursor."""
     by_release = {s.release: s for s in specs}
@@ -74,4 +79,4 @@ def approval_runs(ledger: Ledger, specs: Iterable[ReleaseSpec], cursor: str | No
     return runs, str(seq)
 
 
-__all__ = ["APPROVED_TAG", "ApprovalRun", "Due", "approval_runs", "approved_since"]
+__all__ = ["APPROVED_TAG", "ApprovalRun", "Due", "approval_runs", "approved_since", "governed"]
