@@ -8,8 +8,9 @@ from typing import Any
 
 import dagster as dg
 
-from ..release.governance.requests import approval_runs
+from ..release.governance.requests import approval_runs, governed
 from ..release.ledger import Ledger
+from ..release.step_conventions import object_description
 from ..spec import ReleaseSpec
 from .translator import ReleaseTranslator
 
@@ -23,18 +24,18 @@ def approval_sensor(specs: Sequence[ReleaseSpec], *, translator: ReleaseTranslat
     (default: the definitions' ``ledger`` resource, opened with their ``keystore``); ``job``,
     when given, is the job run instead of an asset selection."""
     t = translator or ReleaseTranslator()
-    governed = {s.release: s for s in specs if s.approval is not None and s.approval.required}
+    governing = governed(specs)
 
     def selection(*releases: str) -> list[Any] | None:
-        return None if job is not None else [t.asset_key(governed[r], "published") for r in releases]
+        return None if job is not None else [t.asset_key(governing[r], "published") for r in releases]
 
     @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
-               job=job, asset_selection=selection(*governed),
+               job=job, asset_selection=selection(*governing),
                required_resource_keys={"ledger", "keystore"} if ledger is None else set(),
-               description="Requests the publication of every evaluation an approval recorded in the ledger made due.")
+               description=object_description("approval_sensor"))
     def _approvals(context: dg.SensorEvaluationContext, **_resources: Any) -> dg.SensorResult:
         opened = ledger() if ledger is not None else context.resources.ledger.open(context.resources.keystore)
-        runs, cursor = approval_runs(opened, governed.values(), context.cursor)
+        runs, cursor = approval_runs(opened, governing.values(), context.cursor)
         requests = [dg.RunRequest(run_key=r.run_key, partition_key=r.partition, tags=r.tags,
                                   asset_selection=selection(r.release)) for r in runs]
         return dg.SensorResult(run_requests=requests, cursor=cursor)

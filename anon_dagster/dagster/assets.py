@@ -9,11 +9,13 @@ import dagster as dg
 import pandas as pd
 
 from ..engine import PandasEngine
-from ..release import engine_steps, pipeline, shown_outcomes
+from ..release import engine_steps, shown_outcomes
 from ..release import published_table as table_target
+from ..release import release_names as names
+from ..release.governance.requests import governed
 from ..release.ledger import Ledger
-from ..release.release_names import SOURCE_INPUT, SYNTHETIC_INPUT, project_inputs
-from ..release.step_conventions import STEPS
+from ..release.release_names import SOURCE_INPUT, project_inputs
+from ..release.step_conventions import STEPS, object_description
 from ..release.step_storage import storage_folder
 from ..spec import ReleaseSpec
 from . import ordering
@@ -131,40 +133,25 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     key = {step: t.asset_key(spec, step) for step in STEPS}
     upstream = {step: dg.AssetIn(key=key[step]) for step in ("anonymized", "pseudonymized", "raw")}
 
-    @dg.asset(**asset_attributes(t, spec, "raw", pdef), ins=project_ins(spec, "raw"),
-              required_resource_keys={"keystore", *uses})
-    def raw(context: dg.AssetExecutionContext, **source: Any) -> Any:  # source: an upstream asset's value
-        out = engine_steps.raw_step(engine(context), spec, partition_of(context), keystore=context.resources.keystore.open,
-                                    ingest=lambda: pipeline.ingest_source(
-                                        spec, partition_of(context), source.get(SOURCE_INPUT),
-                                        table_partitioned=lambda: upstream_partitioned(context)),
-                                    storage=lambda: folder(context))
-        context.add_output_metadata(as_metadata(out.entries, rows=out.rows))
-        return out.value
+    def row_asset(step: engine_steps.RowStep) -> dg.AssetsDefinition:
+        ins = {**({step.upstream: upstream[step.upstream]} if step.upstream else {}), **project_ins(spec, step.name)}
 
-    @dg.asset(**asset_attributes(t, spec, "pseudonymized", pdef), ins={"raw": upstream["raw"]},
-           required_resource_keys={"keystore", *uses})
-    def pseudonymized(context: dg.AssetExecutionContext, raw: Any) -> Any:
-        out = engine_steps.pseudonymized_step(engine(context), spec, raw, keystore=context.resources.keystore.open,
-                                              partition=partition_of(context), storage=lambda: folder(context))
-        context.add_output_metadata(as_metadata(out.entries, rows=out.rows))
-        return out.value
+        @dg.asset(**asset_attributes(t, spec, step.name, pdef), ins=ins,
+                  required_resource_keys={*(["keystore"] if step.keystore else []), *uses})
+        def row(context: dg.AssetExecutionContext, **inputs: Any) -> Any:  # inputs: upstream values by name
+            out = engine_steps.row_step(step, engine_steps.StepCall(
+                engine(context), spec, partition_of(context), keystore=lambda: context.resources.keystore.open(),
+                storage=lambda: folder(context), inputs=inputs, reports_dir=reports_dir,
+                source_partitioned=lambda: upstream_partitioned(context)))
+            if out.warning:
+                context.log.warning(out.warning)
+            context.add_output_metadata(as_metadata(out.entries, out.record_file, rows=out.rows))
+            return out.value
 
-    @dg.asset(**asset_attributes(t, spec, "anonymized", pdef), ins={"pseudonymized": upstream["pseudonymized"],
-                                                                  **project_ins(spec, "anonymized")},
-              required_resource_keys=uses)
-    def anonymized(context: dg.AssetExecutionContext, pseudonymized: Any, **supplied: Any) -> Any:
-        # the record (written to the report folder, carried by the table) places the population into the classes
-        out = engine_steps.anonymized_step(engine(context), spec, pseudonymized, partition=partition_of(context),
-                                           reports_dir=reports_dir, storage=lambda: folder(context),
-                                           synthetic_table=supplied.get(SYNTHETIC_INPUT))
-        if out.warning:
-            context.log.warning(f"{spec.release} {partition_of(context) or ''}: {out.warning}")
-        context.add_output_metadata(as_metadata(out.entries, out.record_file, rows=out.rows))
-        return out.value
+        return row
 
     # before the publication step among the steps ready together (in-process executor: in that order)
-    @dg.multi_asset_check(specs=t.check_specs(spec, pdef), name=f"{spec.release}_checks", can_subset=True,
+    @dg.multi_asset_check(specs=t.check_specs(spec, pdef), name=names.checks_name(spec), can_subset=True,
                        ins=upstream, required_resource_keys={"ledger", "keystore", *uses}, op_tags={"dagster/priority": "1"})
     def release_checks(context: dg.AssetCheckExecutionContext, anonymized: Any, pseudonymized: Any, raw: Any):
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
@@ -174,8 +161,8 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                                         raw=raw, ledger=run_ledger(context), partition=partition_of(context),
                                         only={k.name for k in context.selected_asset_check_keys},
                                         declared=[c.name for c in t.checks(spec)], reports_dir=reports_dir)
-        if step.problem:
-            context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
+        if step.warning:
+            context.log.warning(step.warning)
         for result in step.evaluation.checks:  # a refused evaluation's report linked from each failed check
             shown = shown_outcomes.check_shown(result, step.evaluation, step.report)
             yield check_result(shown, whole=shown.metadata.get("report"), asset_key=key["anonymized"],
@@ -206,13 +193,13 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                 storage=storage_folders(context), reports_dir=reports_dir, run_id=context.run.run_id)
         except TimeoutError as exc:
             raise dg.Failure(description=str(exc)) from None
-        if step.refused and step.problem:
-            context.log.warning(f"the evaluation's report could not be kept: {step.problem}")
+        if step.warning:
+            context.log.warning(step.warning)
         shown = shown_outcomes.publication_shown(step, context.run.run_id)
         if shown.info:
             context.log.info(shown.info)
         if shown.refusal is not None and (problem := context.resources.refusal_alert.send(shown.refusal)):
-            context.log.warning(f"the refusal alert was not delivered: {problem}")
+            context.log.warning(shown_outcomes.undelivered_alert(problem))
         return dg.MaterializeResult(
             metadata=as_metadata(shown.metadata, whole=step.report, rows=shown.rows, columns=shown.columns),
             check_results=[check_result(shown.check, whole=step.report, check_name=t.publication_check_name(spec)),
@@ -221,13 +208,14 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     # one process per run (the steps share it) rather than one per step: what a UI run costs
     job = dg.define_asset_job(t.job_name(spec), selection=dg.AssetSelection.groups(t.group_name(spec)),
                            executor_def=dg.in_process_executor,
-                           description=f"Release {spec.release}: ingest, pseudonymize, anonymize, check, publish.")
+                           description=object_description("job", spec))
     schedule = dg.build_schedule_from_partitioned_job(job, name=t.schedule_name(spec)) if pdef is not None else None
     sensors = [s for s in (source_sensor(spec, job, t), freshness_sensor(spec, t)) if s is not None]
-    if spec.approval is not None and spec.approval.required:  # an approval starts the publication's run
-        sensors.append(approval_sensor([spec], translator=t, name=f"{spec.release}_approval_sensor",
+    if governed([spec]):  # an approval starts the publication's run
+        sensors.append(approval_sensor([spec], translator=t, name=names.approval_sensor_name(spec),
                                        default_status=dg.DefaultSensorStatus.RUNNING))
-    return ReleaseDefinitions(spec, t, [raw, pseudonymized, anonymized, published, *table_assets(spec, t, pdef)],
+    rows = [row_asset(step) for step in engine_steps.ROW_STEPS]
+    return ReleaseDefinitions(spec, t, [*rows, published, *table_assets(spec, t, pdef)],
                               [release_checks], job, schedule, pdef, sensors)
 
 

@@ -45,7 +45,8 @@ def await_earlier_partition(context: Any, spec: ReleaseSpec, translator: Release
     """Wait while a run deciding the partition before this one is in progress (ordered releases);
     None when the step may go on, else one line saying what it waited for in vain."""
     partition = context.partition_key if context.has_partition_key else None
-    earlier = previous_partition(partitions_def, partition) if order.is_ordered(spec) else None
+    earlier = order.earlier_partition(
+        spec, partition, lambda: list(partitions_def.get_partition_keys()) if partitions_def else [])
     if earlier is None:
         return None
     return order.wait_while_deciding(

@@ -9,7 +9,7 @@ import dagster as dg
 
 from ..release import pipes_values as pv
 from ..release.pipes_verification import Reverification, read_and_rejudge
-from ..release.release_names import PUBLICATION_CHECK
+from ..release.release_names import PUBLICATION_CHECK, checks_name
 from ..spec import ReleaseSpec
 from .metadata import check_result
 from .partitions import partitions_def_for
@@ -22,10 +22,10 @@ def run_step(context: Any, spec: ReleaseSpec, step: str, *, run_args: Mapping[st
              extras: Mapping[str, Any]) -> Any:
     """Run ``step`` in the external job through the Pipes client at ``resource_key``: ``run_args``
     are the client's own (``command`` for a subprocess, ``task`` for Databricks, ...)."""
-    base = {pv.EXTRA_SPEC: str(spec.spec_path), pv.EXTRA_STEP: step,
-            pv.EXTRA_PARTITION: context.partition_key if context.has_partition_key else None}
+    partition = context.partition_key if context.has_partition_key else None
     op_context = getattr(context, "op_execution_context", context)  # a check's context runs as its op
-    return getattr(context.resources, resource_key).run(context=op_context, extras={**base, **extras}, **run_args)
+    return getattr(context.resources, resource_key).run(context=op_context, **run_args,
+                                                        extras=pv.step_extras(spec, step, partition, extras))
 
 
 def pipes_release_checks(spec: ReleaseSpec, *, run_args: Mapping[str, Any], translator: ReleaseTranslator | None = None,
@@ -37,12 +37,12 @@ def pipes_release_checks(spec: ReleaseSpec, *, run_args: Mapping[str, Any], tran
     t = translator or ReleaseTranslator()
     asset = t.asset_key(spec, "anonymized").to_escaped_user_string()  # as Pipes parses it
 
-    @dg.multi_asset_check(specs=t.check_specs(spec, partitions_def_for(spec)), name=f"{spec.release}_checks",
+    @dg.multi_asset_check(specs=t.check_specs(spec, partitions_def_for(spec)), name=checks_name(spec),
                           required_resource_keys={resource_key})
     def release_checks(context: dg.AssetCheckExecutionContext):
         done = run_step(context, spec, pv.STEP_CHECKS, run_args=run_args, resource_key=resource_key,
                         extras={pv.EXTRA_ASSET: asset, **(extras or {})})
-        described = (pv.find_message(done.get_custom_messages(), pv.CHECKS_MESSAGE) or {}).get("descriptions") or {}
+        described = pv.check_descriptions(done.get_custom_messages())
         for r in done.get_results():
             yield dg.AssetCheckResult(passed=r.passed, severity=r.severity, description=described.get(r.check_name),
                                       metadata=r.metadata, asset_key=r.asset_key, check_name=r.check_name)

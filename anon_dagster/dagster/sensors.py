@@ -10,11 +10,11 @@ from typing import Any
 import dagster as dg
 
 from ..objectstore import is_remote
-from ..release.freshness import judge_freshness
-from ..release.pipeline import describe_error
-from ..release.refusal_feed import OUTCOME_KEY, REFUSAL_KEY, RefusalFeed
+from ..release.freshness import judge_freshness, unreadable_ledger
+from ..release.refusal_feed import OUTCOME_KEY, REFUSAL_KEY, RefusalFeed, handed_on
 from ..release.shown_outcomes import freshness_shown
-from ..release.source_watch import source_runs
+from ..release.source_watch import NOTHING_NEW, source_runs
+from ..release.step_conventions import object_description
 from ..spec import ReleaseSpec
 from .alerts import Refusal
 from .metadata import check_result, event_values
@@ -40,12 +40,11 @@ def source_sensor(spec: ReleaseSpec, job: Any, translator: ReleaseTranslator, *,
         return None
 
     @dg.sensor(name=translator.source_sensor_name(spec), job=job, minimum_interval_seconds=minimum_interval_seconds,
-            default_status=default_status,
-            description=f"Runs {spec.release}'s release for a partition when its source file appears or changes.")
+            default_status=default_status, description=object_description("source_sensor", spec))
     def _source(context: dg.SensorEvaluationContext):
         requests, cursor = source_requests(spec, context.cursor)
         return dg.SensorResult(run_requests=requests, cursor=cursor,
-                            skip_reason=None if requests else dg.SkipReason("no new or changed source file"))
+                            skip_reason=None if requests else dg.SkipReason(NOTHING_NEW))
 
     return _source
 
@@ -65,12 +64,12 @@ def freshness_sensor(spec: ReleaseSpec, translator: ReleaseTranslator, *, minimu
 
     @dg.sensor(name=translator.freshness_sensor_name(spec), minimum_interval_seconds=minimum_interval_seconds,
             default_status=default_status, required_resource_keys={"ledger", "keystore"},
-            description=f"Judges the freshness check of {spec.release}'s publications from the ledger.")
+            description=object_description("freshness_sensor", spec))
     def _fresh(context: dg.SensorEvaluationContext, **_resources: Any):  # (called with them when invoked directly)
         try:
             ledger = context.resources.ledger.open(context.resources.keystore)
         except Exception as exc:  # noqa: BLE001 - no ledger yet (or a broken one): said in one line
-            return dg.SkipReason(f"the ledger cannot be read: {describe_error(exc)}")
+            return dg.SkipReason(unreadable_ledger(exc))
         return dg.SensorResult(asset_events=[freshness_evaluation(spec, ledger, translator)])
 
     return _fresh
@@ -102,7 +101,7 @@ def refusal_sensor(fn: Callable[[Refusal], dg.RunRequest | Sequence[dg.RunReques
     keys = list(asset_keys)
 
     @dg.sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, job=job, default_status=default_status,
-            description="Hands every refused publication to a function.")
+            description=object_description("refusal_sensor"))
     def _refusals(context: dg.SensorEvaluationContext):
         refusals, cursor = refusals_since(context.instance, keys, context.cursor)
         requests: list[dg.RunRequest] = []
@@ -110,7 +109,7 @@ def refusal_sensor(fn: Callable[[Refusal], dg.RunRequest | Sequence[dg.RunReques
             out = fn(refusal)
             requests += [out] if isinstance(out, dg.RunRequest) else list(out or [])
         return dg.SensorResult(run_requests=requests, cursor=cursor,
-                            skip_reason=None if requests else dg.SkipReason(f"{len(refusals)} refusal(s) handed on"))
+                            skip_reason=None if requests else dg.SkipReason(handed_on(len(refusals))))
 
     return _refusals
 
