@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -131,6 +132,21 @@ def reverify(spec_path: Path, partition: str, location: Path, *, command: list[s
     return seen[0], check_evaluations(result)["publication"], marker.exists()
 
 
+@pytest.fixture
+def reverify_with_job(env: Path, release: Path) -> Callable[[str, str], tuple]:
+    """:func:`reverify` of a partition of ``release`` through an external job given as its Python
+    source (written to ``env/job.py`` and run by this interpreter), the frequency table at
+    ``env/freq/<partition>.parquet``: the verification, the ``publication`` check and whether the
+    partition was published."""
+    def reverify_through(source: str, partition: str) -> tuple:
+        script = env / "job.py"
+        script.write_text(source)
+        return reverify(release, partition, env / "freq" / f"{partition}.parquet",
+                        command=[sys.executable, str(script)])
+
+    return reverify_through
+
+
 def figures(evaluation) -> tuple:
     """What a check evaluation says: name, verdict, severity, measured and threshold."""
     meta = evaluation.metadata
@@ -167,21 +183,15 @@ def test_the_reverification_refuses_a_partition_the_frequency_table_refuses(env,
     assert json.loads(json.dumps(check.metadata["failed_checks"].value)) == ["l_diversity_distinct"]
 
 
-def test_a_frequency_table_edited_after_it_was_reported_is_refused(env, release):
-    script = env / "edits.py"
-    script.write_text(EDITS_AFTER_REPORTING)
-    verification, check, published = reverify(release, PASSING, env / "freq" / "2023.parquet",
-                                              command=[sys.executable, str(script)])
+def test_a_frequency_table_edited_after_it_was_reported_is_refused(reverify_with_job):
+    verification, check, published = reverify_with_job(EDITS_AFTER_REPORTING, PASSING)
     assert not published and not check.passed
     assert len(verification.problems) == 1 and "SHA-256" in verification.problems[0]
     assert verification.checks == []  # nothing judged from a file that is not the one reported
 
 
-def test_a_pass_the_frequency_table_does_not_support_is_refused(env, release):
-    script = env / "lies.py"
-    script.write_text(REPORTS_A_PASS)
-    verification, check, published = reverify(release, REFUSED, env / "freq" / "2024.parquet",
-                                              command=[sys.executable, str(script)])
+def test_a_pass_the_frequency_table_does_not_support_is_refused(reverify_with_job):
+    verification, check, published = reverify_with_job(REPORTS_A_PASS, REFUSED)
     assert not published and not check.passed
     differs = [p for p in verification.problems if "reported passed=True" in p]
     assert len(differs) == 1 and differs[0].startswith("l_diversity_distinct:")
