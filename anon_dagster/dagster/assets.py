@@ -22,6 +22,7 @@ from . import ordering
 from .alerts import RESOURCE_KEY as ALERT_KEY
 from .alerts import RefusalAlertResource, refusal_alert_from_env
 from .approval import approval_sensor
+from .failures import one_line_failures
 from .metadata import as_metadata, check_result, event_values
 from .partitions import partitions_def_for
 from .sensors import freshness_evaluation, freshness_sensor, source_sensor
@@ -100,13 +101,12 @@ def table_assets(spec: ReleaseSpec, t: ReleaseTranslator,
               "metadata": table_target.table_definition_metadata(spec, pdef is not None),
               "description": table_target.table_description(spec)},
            deps=[published], io_manager_key=spec.publication.io_manager, required_resource_keys={"ledger", "keystore"})
+    @one_line_failures  # a table refused (TableRefused) is a user error
     def published_table(context: dg.AssetExecutionContext) -> pd.DataFrame:
         partition = partition_of(context)
-        try:
-            table, entry = table_target.table_of_record(spec, lambda: run_ledger(context), partition,
-                                           latest_outcome(context, published, partition), published.to_user_string())
-        except table_target.TableRefused as exc:
-            raise dg.Failure(description=str(exc)) from None
+        table, entry = table_target.table_of_record(spec, lambda: run_ledger(context), partition,
+                                                    latest_outcome(context, published, partition),
+                                                    published.to_user_string())
         context.add_output_metadata(as_metadata({"ledger_entry": entry.id, "data_hash": entry.data_hash},
                                                 rows=len(table)))
         return table
@@ -138,6 +138,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
 
         @dg.asset(**asset_attributes(t, spec, step.name, pdef), ins=ins,
                   required_resource_keys={*(["keystore"] if step.keystore else []), *uses})
+        @one_line_failures
         def row(context: dg.AssetExecutionContext, **inputs: Any) -> Any:  # inputs: upstream values by name
             out = engine_steps.row_step(step, engine_steps.StepCall(
                 engine(context), spec, partition_of(context), keystore=lambda: context.resources.keystore.open(),
@@ -153,6 +154,7 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
     # before the publication step among the steps ready together (in-process executor: in that order)
     @dg.multi_asset_check(specs=t.check_specs(spec, pdef), name=names.checks_name(spec), can_subset=True,
                        ins=upstream, required_resource_keys={"ledger", "keystore", *uses}, op_tags={"dagster/priority": "1"})
+    @one_line_failures
     def release_checks(context: dg.AssetCheckExecutionContext, anonymized: Any, pseudonymized: Any, raw: Any):
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:  # judged against the ledger as it is; the publication step waits again
@@ -181,18 +183,17 @@ def build_release(spec: ReleaseSpec, *, reports_dir: str | None = None, automate
                                 automation_condition=condition)
 
     @published_asset
+    @one_line_failures  # and a population lock held too long (TimeoutError), whose wait may be retried
     def published(context: dg.AssetExecutionContext, anonymized: Any, pseudonymized: Any, raw: Any) -> dg.MaterializeResult:
         waited = ordering.await_earlier_partition(context, spec, t, pdef)
         if waited:
             raise dg.Failure(description=waited)
         ledger = run_ledger(context)
-        try:  # the target is kept clear of the key store and the IO manager's storage, with the inputs
-            step = engine_steps.published_step(
-                engine(context), spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                partition=partition_of(context), keystore=context.resources.keystore,
-                storage=storage_folders(context), reports_dir=reports_dir, run_id=context.run.run_id)
-        except TimeoutError as exc:
-            raise dg.Failure(description=str(exc)) from None
+        # the target is kept clear of the key store and the IO manager's storage, with the inputs
+        step = engine_steps.published_step(
+            engine(context), spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+            partition=partition_of(context), keystore=context.resources.keystore,
+            storage=storage_folders(context), reports_dir=reports_dir, run_id=context.run.run_id)
         if step.warning:
             context.log.warning(step.warning)
         shown = shown_outcomes.publication_shown(step, context.run.run_id)

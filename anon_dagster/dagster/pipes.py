@@ -11,6 +11,7 @@ from ..release import pipes_values as pv
 from ..release.pipes_verification import Reverification, read_and_rejudge
 from ..release.release_names import PUBLICATION_CHECK, checks_name
 from ..spec import ReleaseSpec
+from .failures import one_line_failures
 from .metadata import check_result
 from .partitions import partitions_def_for
 from .translator import ReleaseTranslator
@@ -39,6 +40,7 @@ def pipes_release_checks(spec: ReleaseSpec, *, run_args: Mapping[str, Any], tran
 
     @dg.multi_asset_check(specs=t.check_specs(spec, partitions_def_for(spec)), name=checks_name(spec),
                           required_resource_keys={resource_key})
+    @one_line_failures
     def release_checks(context: dg.AssetCheckExecutionContext):
         done = run_step(context, spec, pv.STEP_CHECKS, run_args=run_args, resource_key=resource_key,
                         extras={pv.EXTRA_ASSET: asset, **(extras or {})})
