@@ -15,7 +15,7 @@ from ..release import release_names as names
 from ..release.governance.requests import governed
 from ..release.ledger import Ledger
 from ..release.release_names import SOURCE_INPUT, project_inputs
-from ..release.step_conventions import STEPS, object_description
+from ..release.step_conventions import STEPS, TABLE_KINDS, object_description
 from ..release.step_storage import storage_folder
 from ..spec import ReleaseSpec
 from . import ordering
@@ -97,7 +97,7 @@ def table_assets(spec: ReleaseSpec, t: ReleaseTranslator,
         return []
     published = t.asset_key(spec, "published")
 
-    @dg.asset(**{**asset_attributes(t, spec, "published", pdef), "key": dg.AssetKey(path), "kinds": {"pandas", "table"},
+    @dg.asset(**{**asset_attributes(t, spec, "published", pdef), "key": dg.AssetKey(path), "kinds": set(TABLE_KINDS),
               "metadata": table_target.table_definition_metadata(spec, pdef is not None),
               "description": table_target.table_description(spec)},
            deps=[published], io_manager_key=spec.publication.io_manager, required_resource_keys={"ledger", "keystore"})

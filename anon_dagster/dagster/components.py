@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import dagster as dg
 
+from ..release.governance.scheduled_retention import retained
 from ..release.run_storage import private_dagster_home
 from ..spec import broken as spec_broken
 from ..spec.discovery import CONFIG_ENV, build_each, find_spec_files, spec_location
@@ -127,7 +128,7 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
                         for f, name in zip(broken, spec_broken.group_names(broken, taken), strict=True)]
         specs = [r.spec for r in releases]
         retention = [retention_schedule(specs, base_dir=self.storage_dir, ledger_path=self.ledger_path)] \
-            if any(s.retention is not None for s in specs) else []
+            if retained(specs) else []
         # every run in one process: a step pays no process start-up, its tables stay here
         shared = dg.Definitions(schedules=retention, executor=dg.in_process_executor,
                                 resources={**shared_resources(self.storage_dir, self.ledger_path),

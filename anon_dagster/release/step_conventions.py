@@ -17,6 +17,8 @@ from ..objectstore import is_remote
 from ..spec import ReleaseSpec
 
 STEPS = ("raw", "pseudonymized", "anonymized", "published")
+# the kinds of the table of record (``publication.table``): a pandas table handed to the project's IO manager
+TABLE_KINDS = frozenset({"pandas", "table"})
 
 DESCRIPTIONS = {
     "raw": "Rows of {release}'s source for the partition, checked against the spec.",
@@ -91,5 +93,5 @@ def code_version(spec: ReleaseSpec) -> str:
     return f"{package_version()}-{spec.spec_hash()[:16]}"
 
 
-__all__ = ["DESCRIPTIONS", "FRESHNESS_TEXT", "OBJECT_TEXTS", "PUBLICATION_TEXT", "STEPS", "code_version",
+__all__ = ["DESCRIPTIONS", "FRESHNESS_TEXT", "OBJECT_TEXTS", "PUBLICATION_TEXT", "STEPS", "TABLE_KINDS", "code_version",
            "freshness_text", "object_description", "package_version", "step_description", "step_kinds", "store_kind"]

@@ -6,6 +6,8 @@ from types import SimpleNamespace
 
 from anon_dagster.release.step_conventions import (
     OBJECT_TEXTS,
+    STEPS,
+    TABLE_KINDS,
     code_version,
     object_description,
     package_version,
@@ -44,3 +46,7 @@ def test_each_object_says_what_it_does_naming_its_release():
     assert "visits's publications" in object_description("freshness_sensor", release())
     assert object_description("refusal_sensor") == "Hands every refused publication to a function."
     assert all("{" not in object_description(kind, release()) for kind in OBJECT_TEXTS)
+
+
+def test_the_table_of_record_is_a_pandas_table_and_no_step():
+    assert TABLE_KINDS == {"pandas", "table"} and "table" not in STEPS

@@ -15,6 +15,11 @@ from datetime import UTC, datetime
 from ...spec import ReleaseSpec
 
 
+def retained(specs: Sequence[ReleaseSpec]) -> list[ReleaseSpec]:
+    """The specs with a ``retention`` block: the ones a scheduled retention applies (none: no schedule)."""
+    return [s for s in specs if s.retention is not None]
+
+
 def scheduled_retention(specs: Sequence[ReleaseSpec], *, base_dir: str | None, ledger_path: str | None,
                         run_id: str | None, now: datetime | None = None) -> Iterator[str]:
     """Apply the retention of ``specs`` at ``now`` (default: now, UTC), one line per release as it is done."""
@@ -24,7 +29,7 @@ def scheduled_retention(specs: Sequence[ReleaseSpec], *, base_dir: str | None, l
     from .access import custody_context
     from .retention import apply_retention, intermediates_base
 
-    governed = [s for s in specs if s.retention is not None]
+    governed = retained(specs)
     keystore = open_keystore()
     ledger = open_ledger(ledger_path, keystore)
     store = storage.TableStore(intermediates_base(base_dir))
@@ -35,4 +40,4 @@ def scheduled_retention(specs: Sequence[ReleaseSpec], *, base_dir: str | None, l
             yield outcome.describe()
 
 
-__all__ = ["scheduled_retention"]
+__all__ = ["retained", "scheduled_retention"]
