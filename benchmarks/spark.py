@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
+import operator
 import os
-import statistics
 import sys
 import tempfile
-import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -43,6 +45,9 @@ import pyarrow.parquet as pq
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spark_measures import Measured, Timer, gib, master_cores, measure  # noqa: E402
+from spark_release import Released, duckdb_groups, release, same_release  # noqa: E402
 
 from anon_dagster.engine.spark_engine import SparkEngine  # noqa: E402
 from anon_dagster.engine.spark_frames import FIRST_COLUMN, ROW_COLUMN, read_parquet  # noqa: E402
@@ -84,11 +89,14 @@ def write_table(path: Path, rows: int, seed: int = 0, chunk: int = 1_000_000) ->
             writer.close()
 
 
-def spec_file(folder: Path, data: Path) -> Path:
+def spec_file(folder: Path, data: Path, scope: str = "row") -> Path:
+    """The release spec over ``data`` written to ``folder``, published under ``folder``; ``scope``
+    the identifier's pseudonym scope (``row``: random per row; ``release``: keyed, so both engines
+    make the same pseudonyms)."""
     spec = {
         "release": "bench", "source": {"path": str(data)},
         "columns": {
-            "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
+            "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": scope}},
             "age": {"role": "quasi", "hierarchy": {"type": "interval", "widths": [5, 10, 20, 40]}},
             "sex": {"role": "quasi"},
             "zip": {"role": "quasi", "hierarchy": {"type": "mask", "keep": [4, 3, 2]}},
@@ -106,47 +114,16 @@ def spec_file(folder: Path, data: Path) -> Path:
     return path
 
 
-def tree_cpu() -> float:
-    """CPU seconds of this process and every descendant (reaped ones through their parents)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents, times = {}, {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(x) for x in fields[11:15]) / tick
-    me, total = os.getpid(), 0.0
-    for pid in times:
-        p = pid
-        while p not in (0, 1) and p != me:
-            p = parents.get(p, 0)
-        if p == me:
-            total += times[pid]
-    return total
-
-
-class Timer:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), tree_cpu()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall, self.cpu = time.perf_counter() - self.wall, tree_cpu() - self.cpu
-
-
 def risk_pandas(path: Path) -> dict:
     df = read_table(path)
     return measure_risk(df, QIS, SENSITIVE, sampling_fraction=0.1).to_dict()
 
 
-def risk_spark(engine: SparkEngine, path: Path) -> dict:
+def risk_spark(engine: SparkEngine, path: Path) -> tuple[dict, int]:
+    """Spark's risk figures and the size of the frequency table they are measured from."""
     freq, _ = engine.frequencies(read_parquet(engine.spark, path), QIS + SENSITIVE)
-    return measure_frequencies(freq, QIS, SENSITIVE, sampling_fraction=0.1, first_row=FIRST_COLUMN).to_dict()
+    figures = measure_frequencies(freq, QIS, SENSITIVE, sampling_fraction=0.1, first_row=FIRST_COLUMN).to_dict()
+    return figures, len(freq)
 
 
 def gate(engine, spec, keystore) -> dict:
@@ -177,18 +154,6 @@ def spark_pseudonyms(df, folder: Path) -> pa.Array:
     return table["pid"].combine_chunks().cast(pa.string())
 
 
-def measure(fn, repeats: int) -> tuple[float, float, object]:
-    """(median wall seconds, median CPU seconds of the process tree, the last result)."""
-    walls, cpus, result = [], [], None
-    for _ in range(repeats):
-        result = None
-        with Timer() as t:
-            result = fn()
-        walls.append(t.wall)
-        cpus.append(t.cpu)
-    return statistics.median(walls), statistics.median(cpus), result
-
-
 def keyed_spec(spec):
     columns = dict(spec.columns)
     pid = columns["pid"].model_copy(update={"pseudonymize": columns["pid"].pseudonymize.model_copy(
@@ -196,7 +161,29 @@ def keyed_spec(spec):
     return spec.model_copy(update={"columns": {"pid": pid}})
 
 
-STEPS = ("risk", "gate", "pseudonyms")
+def folders(folder: Path, label: str) -> Iterator[Path]:
+    """``folder/release/<label>-1``, ``-2``, ...: a new folder for each run of the release (those
+    of earlier invocations skipped)."""
+    candidates = (folder / "release" / f"{label}-{n}" for n in itertools.count(1))
+    return (path for path in candidates if not path.exists())
+
+
+def released(engine: object, data: Path, targets: Iterator[Path], keystore: object) -> Released:
+    """The release end to end on ``engine`` into the next folder of ``targets`` (a new one each run)."""
+    return release(engine, lambda at: spec_file(at, data, scope="release"), next(targets), keystore)
+
+
+STEPS = ("risk", "gate", "pseudonyms", "release")
+NOT_RUN = "not run"
+
+
+def row(rows: int, name: str, pandas: Measured | None, spark: Measured, equal: str, before: str) -> str:
+    """One line of the table: the pandas columns say "not run" when pandas was skipped."""
+    left = (f"{pandas.wall:.1f} s | {pandas.cpu:.1f} s | {gib(pandas.peaks.driver)}" if pandas is not None
+            else f"{NOT_RUN} | {NOT_RUN} | {NOT_RUN}")
+    peaks = spark.peaks
+    return (f"| {rows:,} | {name} | {left} | {spark.wall:.1f} s | {spark.cpu:.1f} s | {gib(peaks.driver)} | "
+            f"{gib(peaks.jvm)} | {gib(peaks.workers)} | {equal} | {before} → {load()} |")
 
 
 def main() -> None:
@@ -206,54 +193,84 @@ def main() -> None:
     parser.add_argument("--folder", help="where the generated tables go (default: a temporary folder)")
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
     parser.add_argument("--repeats", type=int, default=1, help="runs of each step per engine (medians)")
+    parser.add_argument("--skip-pandas-above", type=int, default=None, metavar="N",
+                        help="sizes above N rows run Spark (and DuckDB) only")
+    parser.add_argument("--driver-memory", default="6g", help="spark.driver.memory, the JVM's -Xmx (default 6g)")
+    parser.add_argument("--max-driver-cells", type=int, default=None,
+                        help="the Spark engine's max_driver_cells (default the engine's); the release step "
+                             "reads the published rows to the driver")
+    parser.add_argument("--duckdb-threads", type=int, default=None, help="default: the master's cores")
     args = parser.parse_args()
     os.environ.setdefault("ANON_DAGSTER_MASTER_KEY", base64.b64encode(bytes(range(32))).decode())
     folder = Path(args.folder or tempfile.mkdtemp(prefix="anon-dagster-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("ANON_DAGSTER_KEYSTORE_STATE", str(folder / "keystate"))
     keystore = open_keystore()
-    engine = SparkEngine(master=args.master, conf={"spark.driver.memory": "6g"}, scratch_dir=folder / "scratch")
+    limits = {} if args.max_driver_cells is None else {"max_driver_cells": args.max_driver_cells}
+    engine = SparkEngine(master=args.master, conf={"spark.driver.memory": args.driver_memory},
+                         scratch_dir=folder / "scratch", **limits)
+    threads = args.duckdb_threads or master_cores(args.master)
     with Timer() as t:
         engine.spark.range(1).count()
-    print(f"Spark session on {args.master}: {t.wall:.1f} s; load average {load()}; "
-          f"median of {args.repeats} run(s) per engine and step")
-    print("| rows | step | pandas wall | pandas CPU | spark wall | spark CPU | equal | load average |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"Spark session on {args.master}: {t.wall:.1f} s; spark.driver.memory (JVM -Xmx) {args.driver_memory}; "
+          f"max_driver_cells {engine.max_driver_cells:,}; DuckDB {duckdb.__version__} on {threads} threads; "
+          f"load average {load()}; median of {args.repeats} run(s) per engine and step")
+    print("| rows | step | pandas wall | pandas CPU | pandas peak RSS | Spark wall | Spark CPU | driver peak RSS | "
+          "JVM peak RSS | workers peak RSS | equal | load average |")
+    print("| --- " * 12 + "|")
     for rows in args.rows:
         path = folder / f"discharges_{rows}.parquet"
         if not path.exists():
             write_table(path, rows)
         spec = load_spec(spec_file(folder, path))
+        with_pandas = args.skip_pandas_above is None or rows <= args.skip_pandas_above
         steps = []
         if "risk" in args.steps:
-            steps.append(("risk figures", partial(risk_pandas, path), partial(risk_spark, engine, path), None))
+            steps.append(("risk figures", partial(risk_pandas, path), partial(risk_spark, engine, path),
+                          lambda left, right: left == right[0]))
         if "gate" in args.steps:
             steps.append(("gate (check)", partial(gate, pipeline_engine(), spec, keystore),
-                          partial(gate, engine, spec, keystore), None))
+                          partial(gate, engine, spec, keystore), operator.eq))
         if "pseudonyms" in args.steps:
             from anon_dagster.engine.spark_engine import SparkIngested
 
             keyed = keyed_spec(spec)
             # each engine's table as it holds it before the step: pandas in memory, Spark a scan
-            frame = read_table(path, text_columns=["pid"])[["pid"]]
+            frame = read_table(path, text_columns=["pid"])[["pid"]] if with_pandas else None
             ingested = SparkIngested(read_parquet(engine.spark, path).select("pid", ROW_COLUMN), str(path))
             steps.append(("pseudonyms (hmac)", partial(pseudonyms_pandas, keyed, frame, keystore),
                           partial(pseudonyms_spark, engine, keyed, ingested, keystore),
-                          (pandas_pseudonyms, partial(spark_pseudonyms, folder=folder))))
-        for name, on_pandas, on_spark, compare in steps:
+                          lambda left, right: pandas_pseudonyms(left).equals(spark_pseudonyms(right, folder))))
+        if "release" in args.steps:
+            steps.append(("release (end to end)",
+                          partial(released, pipeline_engine(), path, folders(folder, f"{rows}-pandas"), keystore),
+                          partial(released, engine, path, folders(folder, f"{rows}-spark"), keystore), same_release))
+        for name, on_pandas, on_spark, same in steps:
             before = load()
-            pw, pc_, left = measure(on_pandas, args.repeats)
-            sw, sc, right = measure(on_spark, args.repeats)
-            if compare is not None:
-                left, right = compare[0](left), compare[1](right)
-            equal = left.equals(right) if isinstance(left, pa.Array) else left == right
-            print(f"| {rows:,} | {name} | {pw:.1f} s | {pc_:.1f} s | {sw:.1f} s | {sc:.1f} s | "
-                  f"{'yes' if equal else 'NO'} | {before} → {load()} |", flush=True)
+            left = measure(on_pandas, args.repeats) if with_pandas else None
+            right = measure(on_spark, args.repeats)
+            equal = "Spark only" if left is None else "yes" if same(left.result, right.result) else "NO"
+            print(row(rows, name, left, right, equal, before), flush=True)
             if name.startswith("pseudonyms"):
-                print(f"|  | pseudonyms per second (wall; CPU-second) | {rows / pw:,.0f} | {rows / pc_:,.0f} | "
-                      f"{rows / sw:,.0f} | {rows / sc:,.0f} |  |  |", flush=True)
-            if not equal:
+                rate = "|" if left is None else f"{rows / left.wall:,.0f} | {rows / left.cpu:,.0f} |"
+                print(f"|  | pseudonyms per second (wall; CPU-second) | {rate} | {rows / right.wall:,.0f} | "
+                      f"{rows / right.cpu:,.0f} |  |  |  |  |  |", flush=True)
+            if name.startswith("release") and right.result.outcome != "published":
+                print(f"|  | release outcome | {right.result.outcome} |" + " |" * 9, flush=True)
+            if equal == "NO":
                 raise SystemExit(f"{name} differs between the engines at {rows:,} rows")
+            if name.startswith("risk"):
+                before = load()
+                duck = measure(partial(duckdb_groups, path, QIS + SENSITIVE, threads), args.repeats)
+                groups = right.result[1]
+                ratio = right.wall / duck.wall
+                print(f"| {rows:,} | DuckDB GROUP BY ({threads} threads); Spark risk wall / DuckDB wall "
+                      f"{ratio:.1f}× | | | | {duck.wall:.1f} s | {duck.cpu:.1f} s | {gib(duck.peaks.driver)} | | | "
+                      f"{'yes' if duck.result == groups else 'NO'} ({duck.result:,} groups) | {before} → {load()} |",
+                      flush=True)
+                if duck.result != groups:
+                    raise SystemExit(f"DuckDB counts {duck.result:,} groups, Spark's frequency table "
+                                     f"{groups:,}, at {rows:,} rows")
     engine.close()
 
 
