@@ -11,17 +11,39 @@ as parquet (row groups of 1M rows), then, on each engine in turn:
 * **pseudonyms**: the identifier column pseudonymized with HMAC (scope release), every
   pseudonym asserted equal, and the rate in pseudonyms per second, by wall clock and per
   CPU-second. Timed: pandas' step on the column in memory; Spark's step from the parquet scan to
-  the materialized result (the engine computes it once). The comparison is not timed.
+  the materialized result (the engine computes it once). The comparison is not timed;
+* **release**: the whole release end to end from the parquet file — pseudonymize (HMAC, scope
+  release), anonymize (global recoding), the gate, publish — through the stored steps both
+  engines offer (``raw_step``, ``pseudonymized_step``, ``anonymized_step``, ``published_step``
+  of ``anon_dagster.release.engine_steps``, as the Dagster assets run them: ``anon-dagster
+  publish`` runs the pandas pipeline only, and the Spark engine has no single call that
+  publishes), each run into a new folder under ``--folder``/release with a ledger of its own;
+  the gate outcomes and the published rows (sorted by every column) asserted equal.
 
-Spark runs on ``local[2]`` (``--master``). Wall clock and CPU seconds are given for each step;
-CPU is the whole process tree's (this process, the JVM, its Python workers), read from /proc, so
-Spark's executors are counted. The machine's load average is printed: on a shared machine the
-wall clock also counts time spent waiting for a core.
+After the risk figures, **DuckDB's GROUP BY** of the same parquet file over the QIs and the
+sensitive attribute, fetched to Arrow, on as many threads as the master's cores
+(``--duckdb-threads``): its wall clock and CPU, the ratio of Spark's risk wall clock to it, and
+its number of groups asserted equal to the size of Spark's frequency table.
+
+Spark runs on ``local[2]`` (``--master``), its driver JVM with ``-Xmx`` set by
+``spark.driver.memory`` (``--driver-memory``, 6g), printed in the header. Wall clock and CPU
+seconds are given for each step; CPU is the whole process tree's (this process, the JVM, its
+Python workers), read from /proc, so Spark's executors are counted. Peak resident memory is
+sampled every 50 ms during each step (``spark_measures``): this process (``pandas peak RSS`` on
+the pandas step, ``driver peak RSS`` on the Spark one, DuckDB's too), the JVM (bounded by its
+``-Xmx`` plus off-heap memory; a JVM keeps the pages it took, so it is the session's high-water
+mark so far) and the PySpark Python workers summed. ``--skip-pandas-above N``: sizes above N
+rows run Spark and DuckDB only, the pandas columns say "not run". The machine's load average
+is printed: on a shared machine the wall clock also counts time spent waiting for a core.
 
     .venv/bin/python benchmarks/spark.py [--rows 1000000 10000000] [--master local[2]] [--folder DIR]
-        [--steps risk gate pseudonyms] [--repeats 1]
+        [--steps risk gate pseudonyms release] [--repeats 1] [--skip-pandas-above N]
+        [--driver-memory 6g] [--max-driver-cells N] [--duckdb-threads N]
 
-``--repeats`` runs each step that many times per engine and prints the medians.
+``--repeats`` runs each step that many times per engine and prints the medians (the peaks are
+the highest of all runs). ``--max-driver-cells`` sets the Spark engine's bound on what the
+driver holds: the release reads the published rows (rows × 7 columns) to the driver for the
+file of record, so 10M rows and more need it raised (e.g. 1,000,000,000).
 """
 
 from __future__ import annotations
