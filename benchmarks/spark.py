@@ -274,7 +274,7 @@ def main() -> None:
             equal = "Spark only" if left is None else "yes" if same(left.result, right.result) else "NO"
             print(row(rows, name, left, right, equal, before), flush=True)
             if name.startswith("pseudonyms"):
-                rate = "|" if left is None else f"{rows / left.wall:,.0f} | {rows / left.cpu:,.0f} |"
+                rate = f"{NOT_RUN} | {NOT_RUN} |" if left is None else f"{rows / left.wall:,.0f} | {rows / left.cpu:,.0f} |"
                 print(f"|  | pseudonyms per second (wall; CPU-second) | {rate} | {rows / right.wall:,.0f} | "
                       f"{rows / right.cpu:,.0f} |  |  |  |  |  |", flush=True)
             if name.startswith("release") and right.result.outcome != "published":
