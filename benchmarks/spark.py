@@ -67,8 +67,9 @@ import pyarrow.parquet as pq
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its helpers, when another script loads it by path
 
-from spark_measures import Measured, Timer, gib, master_cores, measure  # noqa: E402
+from spark_measures import Measured, Timer, gib, master_cores, measure, tree_cpu  # noqa: E402, F401 - tree_cpu: for the scripts beside it
 from spark_release import Released, duckdb_groups, release, same_release  # noqa: E402
 
 from anon_dagster.engine.spark_engine import SparkEngine  # noqa: E402
