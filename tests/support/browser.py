@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -60,6 +61,16 @@ class Page:
             if not needles and self.evaluate("document.readyState") == "complete":
                 break
             time.sleep(0.25)
+        return text
+
+    def text_matching(self, pattern: str, timeout: float = 30) -> str:
+        """The open page's text once the regex ``pattern`` matches it (or at the timeout): an entry
+        the page renders after the rest, such as a markdown value, is waited for."""
+        deadline = time.monotonic() + timeout
+        text = self.evaluate(BODY_TEXT) or ""
+        while not re.search(pattern, text) and time.monotonic() < deadline:
+            time.sleep(0.25)
+            text = self.evaluate(BODY_TEXT) or ""
         return text
 
     def screenshot(self, path: Path) -> None:
