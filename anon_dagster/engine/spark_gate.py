@@ -126,10 +126,11 @@ def contract_outcome(engine: Any, spec: Any, published: Any, raw: Any | None,
     if set(columns) != allowed:
         failed.append(f"{description}: extra {sorted(set(columns) - allowed)}, missing {sorted(allowed - set(columns))}")
     counts: list[tuple[str, Any, str | None]] = []  # (expectation, rows violating it, pseudonym column)
+    patterns: dict[str, str] = {}
     for name in spec.pseudonymized:
         if name in columns:
             p = spec.columns[name].pseudonymize
-            pattern = pseudonym_pattern(p.method, prefix_version=p.prefix_version)
+            pattern = patterns[name] = pseudonym_pattern(p.method, prefix_version=p.prefix_version)
             col = F.col(f"`{name}`").cast("string")
             counts.append((f"{name}: pseudonyms match the {p.method} format",
                            F.sum((col.isNotNull() & ~col.rlike(pattern)).cast("long")), name))
@@ -137,18 +138,18 @@ def contract_outcome(engine: Any, spec: Any, published: Any, raw: Any | None,
         if name in columns:
             counts.append((f"partition key {name} is never null", F.sum(F.col(f"`{name}`").isNull().cast("long")),
                            None))
-    off_format: dict[str, int] = {}
+    formats: dict[str, tuple[str, int]] = {}  # per pseudonym column: its pattern, the cells off it
     if counts:
         got = published.agg(*[c.alias(f"c{i}") for i, (_, c, _) in enumerate(counts)]).collect()[0]
         for i, (text, _, pseudonyms) in enumerate(counts):
             described.append(text)
             violating = int(got[f"c{i}"] or 0)
             if pseudonyms is not None:
-                off_format[pseudonyms] = violating
+                formats[pseudonyms] = (patterns[pseudonyms], violating)
             if violating:
                 failed.append(f"{text}: {violating} rows violate it")
     for (col, ident), hits in raw_value_hits(spec, published, raw, columns, types, categorical, min_length,
-                                             off_format).items():
+                                             formats).items():
         text = f"{col}: holds no raw value of identifier {ident}"
         described.append(text)
         if hits:

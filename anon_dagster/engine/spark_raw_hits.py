@@ -56,24 +56,21 @@ def searched_pairs(idents: list[str], columns: list[str], text: list[str], stats
 
 
 def raw_value_hits(spec: Any, published: Any, raw: Any | None, columns: list[str], types: dict[str, str],
-                   categorical: set[str], min_length: int, off_format: dict[str, int]) -> dict[tuple[str, str], int]:
+                   categorical: set[str], min_length: int,
+                   formats: dict[str, tuple[str, int]]) -> dict[tuple[str, str], int]:
     """Per searched (published column, identifier), the published cells equal to a raw value of
-    that identifier (module docstring). ``off_format``: per pseudonymized published column, its
-    cells that do not match the format of their pseudonyms (the contract's count)."""
+    that identifier (module docstring). ``formats``: per pseudonymized published column, the
+    pattern of its pseudonyms and the number of its cells that do not match it (the contract's
+    pattern and count)."""
     from pyspark.sql import functions as F
-
-    from ..pseudonymize import pseudonym_pattern
 
     if raw is None:
         return {}
     idents = [i for i in spec.identifiers if i in raw.columns]
     if not idents:
         return {}
-    patterns = {}
-    for name in idents:
-        method = spec.columns[name].pseudonymize
-        if name in columns and method is not None and name in off_format:
-            patterns[name] = pseudonym_pattern(method.method, prefix_version=method.prefix_version)
+    patterns = {name: formats[name][0] for name in idents if name in formats}
+    off_format = {name: formats[name][1] for name in patterns}
     stats = raw_stats(raw, idents, patterns)
     text = [c for c in columns if types.get(c) == "string" and c not in categorical]
     hits = {pair: 0 for pair in searched_pairs(idents, columns, text, stats, min_length)}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from anon_dagster.engine.spark_gate import contract_outcome
 from anon_dagster.engine.spark_raw_hits import raw_value_hits
+from anon_dagster.pseudonymize import pseudonym_pattern
 from anon_dagster.release import gate
 from tests.support.specs import release_spec
 
@@ -42,16 +43,18 @@ def definition_hits(spec, published: pd.DataFrame, raw: pd.DataFrame) -> dict[tu
                                                                           MIN_LENGTH).items()}
 
 
-def off_format(published: pd.DataFrame) -> dict[str, int]:
-    return {c: int((published[c].notna() & ~published[c].fillna("").str.fullmatch(r"v[1-9][0-9]*:[0-9a-f]{32}"))
-                   .sum()) for c in ("pid", "email")}
+def formats(published: pd.DataFrame) -> dict[str, tuple[str, int]]:
+    """Per pseudonym column: the HMAC pattern and the cells that do not match it (the contract's figures)."""
+    pattern = pseudonym_pattern("hmac")
+    return {c: (pattern, int((published[c].notna() & ~published[c].fillna("").str.match(pattern)).sum()))
+            for c in ("pid", "email")}
 
 
 def spark_hits(session, spec, published: pd.DataFrame, raw: pd.DataFrame) -> dict[tuple[str, str], int]:
     pub, raw_df = (session.createDataFrame(frame, schema=", ".join(f"{c} string" for c in frame.columns))
                    for frame in (published, raw))
     return raw_value_hits(spec, pub, raw_df, list(published.columns), dict(pub.dtypes), set(), MIN_LENGTH,
-                          off_format(published))
+                          formats(published))
 
 
 def test_well_formed_pseudonyms_and_no_raw_value_anywhere(spark):
