@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from .byte_sink import ByteSink, Produce
 from .errors import UserError
 
 # scheme as written → the store it names
@@ -344,12 +345,19 @@ def write_chunk(stream: Any, chunk: memoryview) -> None:
 
 
 def upload(loc: ObjectPath, data: bytes) -> None:
-    """Upload ``data`` as the object ``loc``: one upload, whose object appears when it completes.
+    """Upload ``data`` as the object ``loc``: one upload, whose object appears when it completes
+    (:func:`upload_with`)."""
+    upload_with(loc, lambda sink: sink.write(data))
+
+
+def upload_with(loc: ObjectPath, produce: Produce) -> str:
+    """Upload as the object ``loc`` what ``produce`` writes into the sink it is given (streamed,
+    in pieces of at most :data:`CHUNK` bytes); returns the SHA-256 (hex) of the bytes written.
 
     pyarrow's output stream cannot be aborted: closed after a failure midway (or dropped), it
     completes the upload with what was written so far. So a failure removes that partial
-    object before the error is raised, and an upload that holds fewer bytes than given is
-    removed too; a reader could still see the partial object meanwhile, which is why a
+    object before the error is raised, and an upload that holds fewer bytes than were written
+    is removed too; a reader could still see the partial object meanwhile, which is why a
     publication uploads under a staged name no reader looks at and copies it into place (a
     server-side copy appears whole or not at all).
     """
@@ -358,10 +366,14 @@ def upload(loc: ObjectPath, data: bytes) -> None:
         stream = fs.open_output_stream(loc.fs_path)
     except (OSError, ValueError) as exc:
         raise LocationError(f"{loc}: cannot write: {describe(exc)}") from None
-    try:
-        view = memoryview(data)
+
+    def emit(view: memoryview) -> None:
         for start in range(0, len(view), CHUNK):
             write_chunk(stream, view[start:start + CHUNK])
+
+    sink = ByteSink(emit)
+    try:
+        produce(sink)
         stream.close()
     except BaseException:
         try:
@@ -371,9 +383,10 @@ def upload(loc: ObjectPath, data: bytes) -> None:
         remove(loc)
         raise
     done = info(loc)
-    if done.size != len(data):
+    if done.size != sink.size:
         remove(loc)
-        raise LocationError(f"{loc}: the upload holds {done.size} bytes, not {len(data)}: removed")
+        raise LocationError(f"{loc}: the upload holds {done.size} bytes, not {sink.size}: removed")
+    return sink.sha256()
 
 
 def copy(source: ObjectPath, target: ObjectPath) -> None:
@@ -424,5 +437,5 @@ def iter_variables() -> Iterator[str]:
 __all__ = [
     "CHUNK", "ENVIRONMENT", "SCHEMES", "SECRET_VARIABLES", "LocationError", "ObjectPath", "copy", "describe",
     "filesystem", "info", "is_remote", "iter_variables", "location", "location_problem", "names", "read_bytes",
-    "redact", "remove", "scheme_of", "shown", "upload", "write_chunk",
+    "redact", "remove", "scheme_of", "shown", "upload", "upload_with", "write_chunk",
 ]

@@ -9,8 +9,8 @@ end-to-end path both engines offer: ``anon-dagster publish`` runs the pandas pip
 (``publish_partition``), and the Spark engine has no single call that publishes
 (``anonymize_release`` writes the anonymized table, ``run_gate`` evaluates without publishing).
 On Spark each of the first three steps writes its table as a parquet folder under the storage
-folder and the next reads it back, as in Dagster; the published rows are read to the driver for
-the file of record, within the engine's ``max_driver_cells``. Each run publishes into a folder
+folder and the next reads it back, as in Dagster; Spark writes the published rows and the driver
+streams them into the file of record one row group at a time. Each run publishes into a folder
 of its own with a ledger of its own, so a repeated run is a first publication again.
 
 **DuckDB** (:func:`duckdb_groups`): ``SELECT <QIs and sensitive>, count(*) FROM read_parquet(..)

@@ -108,7 +108,7 @@ def utility_outcomes(engine: Any, spec: Any, original: Any, published: Any) -> l
     return outcomes
 
 
-def contract_outcome(engine: Any, spec: Any, published: Any, raw: Any | None,
+def contract_outcome(spec: Any, published: Any, raw: Any | None,
                      categorical: set[str], min_length: int = 5) -> Any:
     """The data contract of the publication (:mod:`anon_dagster.release.contract`), by Spark SQL."""
     from pyspark.sql import functions as F
@@ -249,7 +249,7 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         results["epsilon_budget"] = result(budget_outcome(spec, ledger))
     if "data_contract" in names:
         try:
-            outcome = contract_outcome(engine, spec, published, raw, set(anonymized.categories))
+            outcome = contract_outcome(spec, published, raw, set(anonymized.categories))
         except Exception as exc:
             if _passthrough(exc):
                 raise

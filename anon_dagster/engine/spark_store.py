@@ -7,10 +7,11 @@ the step left it) into a new folder, owner-only, and returns the value naming it
 and row count (read from the part files' footers: no pass over the rows). :func:`load_table`
 verifies the folder against the digest, then reads it with Spark as it was written.
 
-:func:`driver_rows` brings a stored table's columns to the driver as pandas, for the one step
-that must hold rows there (the publication writes its file of record on the driver): refused
-beyond the engine's ``max_driver_cells`` (rows × columns) in one line naming the size, before
-anything is read.
+:func:`driver_rows` brings a stored table's columns to the driver as pandas, for the few rows
+a step needs there (the rows of erased persons the publication looks for last): refused beyond
+the engine's ``max_driver_cells`` (rows × columns) in one line naming the size, before anything
+is read. The published rows never come this way: Spark writes them and the driver streams them
+into the file of record (:mod:`.spark_publication`).
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ def driver_rows(engine: Any, df: Any, columns: Sequence[str], rows: int, *, what
     cells = int(rows) * max(len(columns), 1)
     if cells > engine.max_driver_cells:
         raise DriverLimit(f"{what} has {rows:,} rows x {len(columns)} columns = {cells:,} cells, more than the "
-                          f"Spark engine holds on the driver (max_driver_cells={engine.max_driver_cells:,}): the "
-                          "publication writes its file on the driver; raise max_driver_cells on a driver with the "
-                          "memory for it, split the release into partitions, or use the pandas engine")
+                          f"Spark engine holds on the driver (max_driver_cells={engine.max_driver_cells:,}): raise "
+                          "max_driver_cells on a driver with the memory for it, split the release into partitions, "
+                          "or use the pandas engine")
     picked = df.select(*[F.col(f"`{c}`") for c in columns],
                        *([F.col(ROW_COLUMN)] if ROW_COLUMN in df.columns and ROW_COLUMN not in columns else []))
     # the positions travel with the rows to order them, beyond the budget counted above

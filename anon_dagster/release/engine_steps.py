@@ -14,9 +14,9 @@ engine (:mod:`anon_dagster.engine`):
   (:mod:`.shown_outcomes`); the publication step evaluates the gate again from the stored
   tables (or takes up the checks' evaluation of the very same tables, :mod:`.evaluation_memo`,
   keyed by the stored digests) and publishes a passing evaluation through the publication
-  protocol (:func:`~.publication.publish_release`): the published rows are read to the driver
-  as pandas for the file of record, within the engine's ``max_driver_cells`` (refused beyond it
-  in one line naming the size, nothing written); with ``publication.mode: aggregates`` the rows
+  protocol (:func:`~.publication.publish_release`): Spark writes the published rows and the
+  driver streams them into the staged file one row group at a time
+  (:func:`~anon_dagster.engine.spark_publication.spark_rows`), whatever their number; with ``publication.mode: aggregates`` the rows
   stay on Spark, which bounds the contributions and counts the groups
   (:func:`~anon_dagster.engine.spark_aggregates.dp_release`), and the driver draws the noise
   with the pandas engine's code and hands the aggregates to the same protocol.
@@ -31,31 +31,23 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..spec import ReleaseSpec
-from . import evaluation_memo, gate, pipeline, publication
+from . import gate, pipeline, publication
 from .evaluation import Evaluation
-from .governance import AwaitingApproval
 from .ledger import Ledger
-from .population_order import population_lock
-from .publication import (
-    PublicationRefused,
-    keep_evaluation,
-    kept_report,
-    publish_release,
-    reports_folder,
-)
+from .publication import reports_folder
 from .publish_step import (
-    Awaiting,
     CheckStep,
+    PublicationInputs,
     PublicationStep,
     check_step,
     publication_step,
-    published_columns,
 )
 from .release_names import SOURCE_INPUT, SYNTHETIC_INPUT
 from .shown_outcomes import anonymized_entries, ingested_entries, pseudonymized_entries
@@ -284,52 +276,36 @@ def checks_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonymize
 def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any,
                    ledger: Ledger, partition: str | None, keystore: Any = None, storage: Sequence[str | Path] = (),
                    reports_dir: str | None = None, run_id: str | None = None) -> PublicationStep:
-    """:func:`~.publish_step.publication_step` on the engine (see the module docstring)."""
+    """:func:`~.publish_step.publication_step` on the engine (see the module docstring): on Spark
+    with the stored tables' digests, the Spark evaluation and :func:`_publication_inputs`."""
+    step = partial(publication_step, spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
+                   partition=partition, keystore=keystore, storage=storage, reports_dir=reports_dir, run_id=run_id)
     if not on_spark(engine):
-        return publication_step(spec, anonymized=anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger,
-                                partition=partition, keystore=keystore, storage=storage, reports_dir=reports_dir,
-                                run_id=run_id)
-    reports = reports_folder(spec, reports_dir, partition)
-    try:
-        with population_lock(spec, ledger.path):
-            key = evaluation_memo.evaluation_key(spec, partition, _digests(anonymized, pseudonymized, raw), ledger)
-            evaluation = evaluation_memo.recall(key) or _spark_evaluation(
-                engine, spec, anonymized, pseudonymized, raw, ledger, partition, None)
-            rows, erased = _publication_inputs(engine, spec, evaluation, anonymized, pseudonymized, keystore)
-            try:
-                done = publish_release(spec, evaluation, anonymized=rows, pseudonymized=erased, ledger=ledger,
-                                       keystore=keystore, storage=storage, reports=reports, run_id=run_id,
-                                       aggregates_of=_aggregates_of(engine, spec, pseudonymized, ledger))
-            except AwaitingApproval as exc:
-                return PublicationStep(spec, partition, evaluation, report=exc.report_path,
-                                       awaiting=Awaiting(exc.command, exc.approvals, exc.needed, exc.entry, str(exc)))
-            except PublicationRefused as exc:
-                problem = keep_evaluation(spec, evaluation, ledger, reports).problem if not evaluation.passed else None
-                return PublicationStep(spec, partition, evaluation, refusals=list(exc.refusals),
-                                       report=kept_report(spec, reports_dir, partition), problem=problem)
-    except TimeoutError as exc:
-        raise TimeoutError(f"{spec.release} {partition or ''}: {exc}") from None
-    return PublicationStep(spec, partition, evaluation, published=done, report=done.published.report_path,
-                           columns=published_columns(rows, done))
+        return step()
+    return step(
+        digests=lambda: _digests(anonymized, pseudonymized, raw),
+        evaluate=lambda: _spark_evaluation(engine, spec, anonymized, pseudonymized, raw, ledger, partition, None),
+        inputs=lambda evaluation: _publication_inputs(engine, spec, evaluation, anonymized, pseudonymized,
+                                                      keystore, ledger))
 
 
 def _publication_inputs(engine: Any, spec: ReleaseSpec, evaluation: Evaluation, anonymized: StoredTable,
-                        pseudonymized: StoredTable, keystore: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What :func:`~.publication.publish_release` reads, on the driver: the published rows of a
-    passing evaluation of rows (with the linkage pseudonyms, never written) within
-    ``max_driver_cells``, else (a refused evaluation, or aggregates, which Spark counts) only the
-    anonymized rows of erased persons; and the pseudonymized rows of erased persons
-    (what its last look for an erasure counts, so it counts what it would count on pandas)."""
-    from ..engine.spark_store import driver_rows
+                        pseudonymized: StoredTable, keystore: Any, ledger: Ledger) -> PublicationInputs:
+    """What :func:`~.publication.publish_release` reads: the anonymized and the pseudonymized
+    rows of erased persons, on the driver (what its last look for an erasure counts, so it
+    counts what it would count on pandas); for a passing evaluation of rows the published rows,
+    written by Spark when the protocol stages the file
+    (:func:`~anon_dagster.engine.spark_publication.spark_rows`: never read to the driver whole);
+    for aggregates, the aggregates counted on Spark (:func:`_aggregates_of`)."""
+    from ..engine.spark_publication import spark_rows
 
     table = _load(engine, anonymized, "anonymized")
-    if evaluation.passed and spec.publication.mode != "aggregates":  # aggregates are counted on Spark
-        columns = [*spec.published_columns, *([gate.LINKAGE_COLUMN] if gate.LINKAGE_COLUMN in table.columns else [])]
-        where = " ".join(part for part in (spec.release, evaluation.partition) if part)
-        rows = driver_rows(engine, table, columns, anonymized.rows, what=f"{where}: the published rows")
-    else:
-        rows = _erased(engine, spec, table, keystore)
-    return rows, _erased(engine, spec, _load(engine, pseudonymized, "pseudonymized"), keystore)
+    rows = None
+    if evaluation.passed and spec.publication.mode != "aggregates":
+        rows = spark_rows(engine, table, spec.published_columns, anonymized.rows)
+    return PublicationInputs(_erased(engine, spec, table, keystore),
+                             _erased(engine, spec, _load(engine, pseudonymized, "pseudonymized"), keystore),
+                             rows, _aggregates_of(engine, spec, pseudonymized, ledger))
 
 
 def _aggregates_of(engine: Any, spec: ReleaseSpec, pseudonymized: StoredTable,

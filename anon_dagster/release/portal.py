@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import objectstore
+from ..byte_sink import ByteSink, Produce
 from ..errors import UserError
 from ..objectstore import ObjectPath
 
@@ -61,7 +62,7 @@ class PortalError(UserError):
     """A publication folder or file that cannot be used safely (a symlink, not a regular file)."""
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
     """Write all of ``data`` to ``fd`` (the one writer of staged content)."""
     view = memoryview(data)
     while view:
@@ -228,33 +229,41 @@ def file_hash(folder: AnyFolder | None, name: str) -> str | None:
 
 
 def stage(folder: AnyFolder, target: str, part: str, data: bytes) -> str:
-    """Write ``data`` under a new hidden name for ``target``'s ``part`` (0600, fsynced); returns the name.
+    """Write ``data`` under a new hidden name for ``target``'s ``part`` (:func:`stage_with`); returns the name."""
+    return stage_with(folder, target, part, lambda sink: sink.write(data))[0]
 
-    A failure (a full disk, an upload that fails midway) removes the partial file and raises.
+
+def stage_with(folder: AnyFolder, target: str, part: str, produce: Produce) -> tuple[str, str]:
+    """Write what ``produce`` streams into its sink under a new hidden name for ``target``'s
+    ``part`` (0600, fsynced); returns the name and the SHA-256 (hex) of the bytes written.
+
+    A failure (a full disk, an upload that fails midway, an error of ``produce``) removes the
+    partial file and raises.
     """
     name = f".{target}.{secrets.token_hex(8)}.{part}.tmp"
     if isinstance(folder, StoreFolder):
-        objectstore.upload(folder.at(name), data)
-        folder.staged[name] = hashlib.sha256(data).hexdigest()
-        return name
-    _write_new(folder, name, data, 0o600)
-    return name
+        folder.staged[name] = objectstore.upload_with(folder.at(name), produce)
+        return name, folder.staged[name]
+    return name, _write_new(folder, name, produce, 0o600)
 
 
-def _write_new(folder: Folder, name: str, data: bytes, mode: int) -> None:
+def _write_new(folder: Folder, name: str, produce: Produce, mode: int) -> str:
     """Create ``name`` (never an existing file, never through a symlink) with ``mode`` whatever
-    the umask, write ``data`` and fsync it; on any failure the partial file is removed."""
+    the umask, write what ``produce`` streams and fsync it; on any failure the partial file is
+    removed. Returns the SHA-256 (hex) of the bytes written."""
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder.fd)
+    sink = ByteSink(lambda view: write_all(fd, view))
     try:
         try:
             os.fchmod(fd, mode)
-            write_all(fd, data)
+            produce(sink)
             os.fsync(fd)
         finally:
             os.close(fd)
     except BaseException:
         remove(folder, name)
         raise
+    return sink.sha256()
 
 
 def place(folder: AnyFolder, staged: str, final: str, mode: int = PUBLISHED_MODE) -> None:
@@ -299,7 +308,7 @@ def backup(folder: AnyFolder, final: str, name: str) -> bool:
         data = read_bytes(folder, final)
         if data is None:
             return False
-        _write_new(folder, name, data, PUBLISHED_MODE)  # the published file keeps its published mode
+        _write_new(folder, name, lambda sink: sink.write(data), PUBLISHED_MODE)  # the published file keeps its published mode
     return True
 
 
@@ -403,5 +412,5 @@ def write_in_place(folder: AnyFolder, target: str, final: str, data: bytes, mode
 __all__ = [
     "PUBLISHED_MODE", "AnyFolder", "Folder", "PortalError", "StoreFolder", "backup", "check_regular", "clean",
     "file_hash", "leftovers", "lock", "names", "open_folder", "place", "read_bytes", "remove", "restore", "stage",
-    "sync", "write_all", "write_in_place",
+    "stage_with", "sync", "write_all", "write_in_place",
 ]

@@ -49,8 +49,6 @@ one an earlier evaluation of the partition left there, as does its publication.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,7 +57,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..io import plain_json, table_format
+from ..byte_sink import Produce
+from ..io import plain_json
 from ..spec import ReleaseSpec
 from . import portal
 from .evaluation import Evaluation, EvidenceTable
@@ -67,6 +66,7 @@ from .gate import publishable_view
 from .kept_evaluation import Kept, keep_evaluation, record_refusal
 from .ledger import Ledger, RecordOutcome, dataset_hash
 from .publish import record_evaluation
+from .published_rows import PublishedRows, frame_rows, table_bytes
 from .reconcile import Reconciled, agree_reports, reconcile_pending, reconcile_target
 from .refusals import (
     PublicationRefused,
@@ -147,28 +147,22 @@ class ReleasePublished:
                 "ledger_action": done.ledger_action, "report": done.report_path, "evaluation": self.evaluation}
 
 
-def table_bytes(table: pd.DataFrame, name: str) -> bytes:
-    """``table`` as the bytes of a csv or parquet file (format by the name's suffix)."""
-    if table_format(name) == "parquet":
-        buffer = io.BytesIO()
-        table.to_parquet(buffer, index=False)
-        return buffer.getvalue()
-    return table.to_csv(index=False).encode("utf-8")
-
-
 def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame, ledger: Ledger, *,
             keystore: Any = None, storage: Sequence[str | Path] = (),
-            approval: dict[str, Any] | None = None) -> Published:
+            approval: dict[str, Any] | None = None, rows: PublishedRows | None = None) -> Published:
     """Publish the rows of a passing evaluation (see the module docstring); PublicationRefused otherwise.
 
-    ``anonymized`` is the table the evaluation judged; its published columns are written.
+    ``anonymized`` is the table the evaluation judged; its published columns are written, or
+    ``rows``, the same rows as an engine writes them (the Spark engine's, streamed).
     ``keystore`` and ``storage`` (the IO manager's folders) are kept clear of the target, with
     the release's inputs. ``approval`` (:func:`~.governance.admit`'s) goes into the report.
     """
     refuse_unless_passed(spec, evaluation)
     target = checked_target(spec, evaluation.partition, ledger, keystore, storage)
     refuse_population_change(spec, ledger)
-    out = publishable_view(anonymized)[list(spec.published_columns)]
+    out = rows or frame_rows(publishable_view(anonymized)[list(spec.published_columns)])
+    if out.names != list(spec.published_columns):
+        raise ValueError(f"{spec.label}: the rows to publish hold {out.names}, not {list(spec.published_columns)}")
     inputs = evaluation_report_inputs(spec, evaluation, published_path=str(target.path),
                                       report_path=str(target.report_path()))
     if approval is not None:  # only with approval.required: other reports' inputs are as they were
@@ -177,11 +171,11 @@ def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame,
     if not report["verdict"]["publishable"]:  # the report judges the same checks: a second opinion
         raise PublicationRefused(f"{spec.release} {evaluation.partition or ''}: the report's verdict is "
                                  f"{report['verdict']['verdict']!r}: nothing written", [report["verdict"]["verdict"]])
-    outcome = _place(ledger, spec.release, evaluation.partition, target, table_bytes(out, target.name), inputs,
-                     lambda file_hash: record_evaluation(
-                         ledger, spec, inputs, assignment=evaluation.assignment, rows=len(out),
+    outcome = _place(ledger, spec.release, evaluation.partition, target, lambda sink: out.write(sink, target.name),
+                     inputs, lambda file_hash: record_evaluation(
+                         ledger, spec, inputs, assignment=evaluation.assignment, rows=out.rows,
                          report_path=str(target.report_path()), pending=_placement(target, file_hash))[0])
-    return Published(target.path, len(out), list(out.columns), inputs["data_hash"], outcome.publication_id,
+    return Published(target.path, out.rows, out.names, inputs["data_hash"], outcome.publication_id,
                      outcome.action, target.report_path())
 
 
@@ -216,7 +210,7 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
     if approval is not None:
         inputs["approval"] = approval
     outcome = _place(ledger, spec.release, evaluation.partition, target,
-                     table_bytes(aggregates.table, target.name), inputs,
+                     lambda sink: sink.write(table_bytes(aggregates.table, target.name)), inputs,
                      lambda file_hash: record_evaluation(
                          ledger, spec, inputs, rows=len(aggregates.table), report_path=str(target.report_path()),
                          epsilon_spend=epsilon_spend(spec), pending=_placement(target, file_hash))[0])
@@ -228,14 +222,17 @@ def publish_aggregates(spec: ReleaseSpec, evaluation: Evaluation, pseudonymized:
 def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd.DataFrame,
                     pseudonymized: pd.DataFrame, ledger: Ledger, keystore: Any = None,
                     storage: Sequence[str | Path] = (), reports: Path | None = None,
-                    run_id: str | None = None, aggregates_of: AggregatesRelease | None = None) -> ReleasePublished:
+                    run_id: str | None = None, aggregates_of: AggregatesRelease | None = None,
+                    rows: PublishedRows | None = None) -> ReleasePublished:
     """Publish a passing evaluation as ``publication.mode`` says: the rows of ``anonymized``
     (:func:`publish`), or the noisy aggregates of ``pseudonymized`` (:func:`publish_aggregates`);
     PublicationRefused otherwise, nothing written. ``keystore`` and ``storage`` are kept clear
     of the target, with the release's inputs. Once published, the report an earlier evaluation
     left in the partition's report folder (``reports``, default :func:`reports_folder` without
     ``reports_dir``) is removed: the publication's report is the one. ``aggregates_of`` is
-    :func:`publish_aggregates`'s (the aggregates computed where the rows are).
+    :func:`publish_aggregates`'s (the aggregates computed where the rows are), ``rows``
+    :func:`publish`'s (the rows written where they are; ``anonymized`` then needs only the rows
+    of erased persons, which are refused).
 
     With ``approval.required`` (:mod:`.governance`), a passing evaluation is published only once
     approved (its report states by whom, when and why): until then
@@ -257,7 +254,8 @@ def publish_release(spec: ReleaseSpec, evaluation: Evaluation, *, anonymized: pd
         out = ReleasePublished(done, "aggregates", evaluation.id, epsilon=float(spec.publication.epsilon or 0),
                                expected_error=errors)
     else:
-        done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage, approval=approval)
+        done = publish(spec, evaluation, anonymized, ledger, keystore=keystore, storage=storage, approval=approval,
+                       rows=rows)
         out = ReleasePublished(done, "rows", evaluation.id, class_size_histogram=evaluation.class_size_table())
     try:
         remove_kept_report(reports if reports is not None else reports_folder(spec, None, evaluation.partition))
@@ -276,21 +274,20 @@ def _placement(target: Target, file_hash: str) -> dict[str, str]:
     return {"published_path": str(target.path), "published_root": str(target.root), "file_hash": file_hash}
 
 
-def _place(ledger: Ledger, release: str, partition: str | None, target: Target, data: bytes,
+def _place(ledger: Ledger, release: str, partition: str | None, target: Target, data: Produce,
            inputs: dict[str, Any], record: Callable[[str], RecordOutcome]) -> RecordOutcome:
-    """Steps 2–6 of the protocol (see the module docstring)."""
+    """Steps 2–6 of the protocol (see the module docstring); ``data`` streams the table's file."""
     try:
         return _place_locked(ledger, release, partition, target, data, inputs, record)
     except portal.PortalError as exc:  # a symlink or a non-file in the way: refused before any write
         raise PublicationRefused(str(exc), [str(exc)]) from None
 
 
-def _place_locked(ledger: Ledger, release: str, partition: str | None, target: Target, data: bytes,
+def _place_locked(ledger: Ledger, release: str, partition: str | None, target: Target, data: Produce,
                   inputs: dict[str, Any], record: Callable[[str], RecordOutcome]) -> RecordOutcome:
     reconcile_pending(ledger, release, skip=target)
     report = build_report(_stored(inputs))
     reports = {fmt: render(report, fmt).encode() for fmt in REPORT_FORMATS}
-    file_hash = hashlib.sha256(data).hexdigest()
     with portal.open_folder(target.root, target.parts, create=True) as folder:
         assert folder is not None  # created
         with portal.lock(folder, target.name):
@@ -304,7 +301,7 @@ def _place_locked(ledger: Ledger, release: str, partition: str | None, target: T
                 return RecordOutcome("unchanged", current.id)
             staged: dict[str, str] = {}
             try:
-                staged["data"] = portal.stage(folder, target.name, "data", data)
+                staged["data"], file_hash = portal.stage_with(folder, target.name, "data", data)
                 for fmt in REPORT_FORMATS:
                     staged[fmt] = portal.stage(folder, target.name, fmt, reports[fmt])
                 portal.sync(folder)
@@ -357,7 +354,8 @@ def _swap(ledger: Ledger, folder: portal.Folder, target: Target, entry: int, sta
 
 
 __all__ = [
-    "RECORD_FILE", "REPORT_STEM", "AggregatesRelease", "Kept", "PublicationRefused", "Published", "Reconciled", "ReleasePublished",
+    "RECORD_FILE", "REPORT_STEM", "AggregatesRelease", "Kept", "PublicationRefused", "Published", "PublishedRows",
+    "Reconciled", "ReleasePublished",
     "evaluation_report_inputs", "evaluation_report_path", "keep_evaluation", "kept_report", "publication_target",
     "publish", "publish_aggregates", "publish_release", "reconcile_pending", "record_refusal", "recorded_population",
     "refuse_population_change", "remove_kept_report", "report_base", "reports_folder", "table_bytes",

@@ -35,6 +35,7 @@ from .governance import AwaitingApproval
 from .ledger import Ledger
 from .population_order import population_lock
 from .publication import (
+    AggregatesRelease,
     PublicationRefused,
     ReleasePublished,
     keep_evaluation,
@@ -42,6 +43,7 @@ from .publication import (
     publish_release,
     reports_folder,
 )
+from .published_rows import PublishedRows
 from .stored import evaluate_stored
 
 
@@ -172,10 +174,30 @@ def published_columns(anonymized: pd.DataFrame, done: ReleasePublished) -> list[
     return [(c, str(table[c].dtype) if c in table.columns else "unknown") for c in done.published.columns]
 
 
-def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymized: pd.DataFrame, raw: pd.DataFrame,
+@dataclass(frozen=True)
+class PublicationInputs:
+    """What :func:`~.publication.publish_release` reads of the stored tables, as an engine hands
+    them: ``anonymized`` and ``pseudonymized`` as pandas (on Spark only the rows of erased
+    persons), and the engine's published ``rows`` and ``aggregates_of`` (None: from the tables)."""
+
+    anonymized: pd.DataFrame
+    pseudonymized: pd.DataFrame
+    rows: PublishedRows | None = None
+    aggregates_of: AggregatesRelease | None = None
+
+    def columns(self, done: ReleasePublished) -> list[tuple[str, str]]:
+        """The published columns with their dtypes (:func:`published_columns`)."""
+        if self.rows is not None and done.mode == "rows":
+            return self.rows.columns
+        return published_columns(self.anonymized, done)
+
+
+def publication_step(spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any,
                      ledger: Ledger, partition: str | None, keystore: Any = None,
                      storage: Sequence[str | Path] = (), reports_dir: str | None = None,
-                     run_id: str | None = None) -> PublicationStep:
+                     run_id: str | None = None, digests: Callable[[], Sequence[str]] | None = None,
+                     evaluate: Callable[[], Evaluation] | None = None,
+                     inputs: Callable[[Evaluation], PublicationInputs] | None = None) -> PublicationStep:
     """Decide and, when the gate passes (and, with ``approval.required``, once approved), publish
     the partition (see the module docstring).
 
@@ -183,18 +205,24 @@ def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymiz
     of the target; ``run_id`` (the orchestrator's run) is recorded with an evaluation that
     awaits approval. Raises TimeoutError (one line naming the release and partition) when another
     publication of the population holds its lock too long.
+
+    ``digests()``, ``evaluate()`` (as :func:`check_step`'s) and ``inputs(evaluation)`` (default:
+    the pandas tables themselves) are the engine's: the same lock, memo, approval and refusal
+    handling whatever holds the rows.
     """
     reports = reports_folder(spec, reports_dir, partition)
     try:
         with population_lock(spec, ledger.path):
-            digests = evaluation_memo.table_digests(anonymized=anonymized, pseudonymized=pseudonymized, raw=raw)
-            key = evaluation_memo.evaluation_key(spec, partition, digests, ledger)
-            evaluation = evaluation_memo.recall(key) or evaluate_stored(
-                spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition)
+            tables = tuple(digests()) if digests is not None else evaluation_memo.table_digests(
+                anonymized=anonymized, pseudonymized=pseudonymized, raw=raw)
+            key = evaluation_memo.evaluation_key(spec, partition, tables, ledger)
+            evaluation = evaluation_memo.recall(key) or (evaluate() if evaluate is not None else evaluate_stored(
+                spec, anonymized, pseudonymized=pseudonymized, raw=raw, ledger=ledger, partition=partition))
+            given = inputs(evaluation) if inputs is not None else PublicationInputs(anonymized, pseudonymized)
             try:
-                done = publish_release(spec, evaluation, anonymized=anonymized, pseudonymized=pseudonymized,
+                done = publish_release(spec, evaluation, anonymized=given.anonymized, pseudonymized=given.pseudonymized,
                                        ledger=ledger, keystore=keystore, storage=storage, reports=reports,
-                                       run_id=run_id)
+                                       run_id=run_id, aggregates_of=given.aggregates_of, rows=given.rows)
             except AwaitingApproval as exc:  # passed, not approved yet: its report is kept for the approvers
                 return PublicationStep(spec, partition, evaluation, report=exc.report_path,
                                        awaiting=Awaiting(exc.command, exc.approvals, exc.needed, exc.entry, str(exc)))
@@ -207,8 +235,8 @@ def publication_step(spec: ReleaseSpec, *, anonymized: pd.DataFrame, pseudonymiz
     except TimeoutError as exc:
         raise TimeoutError(f"{spec.release} {partition or ''}: {exc}") from None
     return PublicationStep(spec, partition, evaluation, published=done, report=done.published.report_path,
-                           columns=published_columns(anonymized, done))
+                           columns=given.columns(done))
 
 
-__all__ = ["AWAITING", "PUBLISHED", "REFUSED", "Awaiting", "CheckStep", "PublicationStep", "check_step", "not_kept", "publication_step",
+__all__ = ["AWAITING", "PUBLISHED", "REFUSED", "Awaiting", "CheckStep", "PublicationInputs", "PublicationStep", "check_step", "not_kept", "publication_step",
            "published_columns", "refusal_of"]

@@ -105,15 +105,12 @@ def test_every_pair_counts_what_the_definition_counts(spark, cells, raw_rows):
     assert spark_hits(spark, s, published, raw) == definition_hits(s, published, raw)
 
 
-def test_the_contract_reports_the_counts_not_the_values(spark, tmp_path):
+def test_the_contract_reports_the_counts_not_the_values(spark):
     s = spec()
     published = pd.DataFrame({"pid": [GOOD[0], "P0001"], "email": GOOD[:2], "zip": ["28001", "28002"],
                               "note": ["ada@x.org", "n"]})
     raw = pd.DataFrame({"pid": ["P0001"], "email": ["ada@x.org"]})
-    from anon_dagster.engine.spark_engine import SparkEngine
-
-    outcome = contract_outcome(SparkEngine(spark, scratch_dir=tmp_path), s, spark.createDataFrame(published),
-                               spark.createDataFrame(raw), set())
+    outcome = contract_outcome(s, spark.createDataFrame(published), spark.createDataFrame(raw), set())
     assert not outcome.passed
     assert "pid: holds no raw value of identifier pid: 1 rows violate it" in outcome.summary
     assert "note: holds no raw value of identifier email: 1 rows violate it" in outcome.summary

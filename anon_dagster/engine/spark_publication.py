@@ -1,0 +1,111 @@
+"""The published rows of a Spark release, written by the executors and streamed into the target.
+
+:func:`spark_rows` gives the publication protocol (:func:`~anon_dagster.release.publication.publish`)
+the published rows without reading them to the driver as a table: when the protocol stages the
+target, Spark writes the published columns, sorted by the rows' source position
+(:data:`~.spark_frames.ROW_COLUMN`), as parquet part files under the engine's scratch folder;
+the driver then copies them into the staged file one row group at a time (parquet: the same
+Arrow row groups; csv: each row group's text as pandas writes it, every column in the dtype it
+has in the whole table) and removes the part files. The driver holds one row group at a time,
+whatever the number of rows, and the protocol hashes the bytes as they are written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..byte_sink import ByteSink
+from ..io import table_format
+from ..release.published_rows import PublishedRows
+from .spark_frames import ROW_COLUMN
+
+
+def reader_dtypes(schema: pa.Schema, nulls: dict[str, int]) -> dict[str, str]:
+    """The dtype of each column of ``schema`` in ``Table.to_pandas()`` of the whole table, which
+    has ``nulls[c]`` nulls in column ``c``: an integer column with a null is float64, a boolean
+    one object, the others as an empty table of ``schema`` reads."""
+    empty = schema.empty_table().to_pandas()
+    dtypes = {}
+    for field in schema:
+        kind = str(empty[field.name].dtype)
+        if nulls.get(field.name, 0):
+            kind = "float64" if pa.types.is_integer(field.type) else "object" if pa.types.is_boolean(field.type) else kind
+        dtypes[field.name] = kind
+    return dtypes
+
+
+def _null_counts(files: Sequence[Path], names: Sequence[str]) -> dict[str, int]:
+    """Each column's nulls, from the part files' footers (Spark writes every row group's statistics)."""
+    counts = dict.fromkeys(names, 0)
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        for group in range(meta.num_row_groups):
+            row_group = meta.row_group(group)
+            for i in range(row_group.num_columns):
+                column = row_group.column(i)
+                name = column.path_in_schema
+                if name in counts:
+                    stats = column.statistics
+                    # no statistics: counted as holding nulls, which only widens an integer column's dtype
+                    counts[name] += stats.null_count if stats is not None and stats.has_null_count else 1
+    return counts
+
+
+def copy_parts(files: Sequence[Path], names: Sequence[str], schema: pa.Schema, sink: ByteSink, name: str) -> dict[str, str]:
+    """Write the rows of the part ``files`` (in order; columns ``names`` of ``schema``) into
+    ``sink`` as the file ``name``'s format says, one row group at a time; returns the columns'
+    dtypes as a reader of the file gets them."""
+    schema = pa.schema([schema.field(n) for n in names])  # without Spark's key-value metadata
+    dtypes = reader_dtypes(schema, _null_counts(files, names))
+    groups = ((pq.ParquetFile(f), g) for f in files for g in range(pq.ParquetFile(f).metadata.num_row_groups))
+    if table_format(name) == "parquet":
+        with pq.ParquetWriter(sink, schema) as writer:
+            for part, group in groups:
+                writer.write_table(part.read_row_group(group, columns=list(names)).cast(schema))
+        return dtypes
+    header = True
+    for part, group in groups:
+        frame = part.read_row_group(group, columns=list(names)).cast(schema).to_pandas().astype(dtypes)
+        sink.write(frame.to_csv(index=False, header=header).encode("utf-8"))
+        header = False
+    if header:  # no row: the header alone, as pandas writes an empty table
+        sink.write(schema.empty_table().to_pandas().to_csv(index=False).encode("utf-8"))
+    return dtypes
+
+
+def spark_rows(engine: Any, df: Any, columns: Sequence[str], rows: int) -> PublishedRows:
+    """``df``'s ``columns`` (``rows`` rows) as :class:`PublishedRows` written by Spark (see the
+    module docstring); the columns' dtypes are those of the file once written (before: the
+    dtypes of ``df``'s schema)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    names = list(columns)
+    picked = df.select(*[F.col(f"`{c}`") for c in names],
+                       *([F.col(ROW_COLUMN)] if ROW_COLUMN in df.columns and ROW_COLUMN not in names else []))
+    ordered = picked.orderBy(ROW_COLUMN) if ROW_COLUMN in picked.columns else picked
+    declared = to_arrow_schema(df.select(*[F.col(f"`{c}`") for c in names]).schema)
+    dtypes = reader_dtypes(declared, {})
+    written: dict[str, str] = {}
+
+    def write(sink: ByteSink, name: str) -> None:
+        folder = engine.scratch / f"publish-{uuid.uuid4().hex}"
+        try:
+            ordered.write.parquet(str(folder))
+            files = sorted(folder.glob("*.parquet"))  # part-00000, ...: the sort's order
+            schema = pq.read_schema(files[0]) if files else declared
+            written.update(copy_parts(files, names, schema, sink, name))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    return PublishedRows(int(rows), names, write, lambda: written or dtypes)
+
+
+__all__ = ["copy_parts", "reader_dtypes", "spark_rows"]
