@@ -42,8 +42,10 @@ is printed: on a shared machine the wall clock also counts time spent waiting fo
 
 ``--repeats`` runs each step that many times per engine and prints the medians (the peaks are
 the highest of all runs). ``--max-driver-cells`` sets the Spark engine's bound on what the
-driver holds (its frequency tables; the release's published rows are streamed through the
-driver one row group at a time, whatever the bound).
+driver holds: the generated table's bottom frequency table (the search's starting table) is
+nearly as long as the table, so the gate and the release at 10M rows and more need it raised
+(e.g. 1,000,000,000); the release's published rows are streamed through the driver one row
+group at a time, whatever the bound.
 """
 
 from __future__ import annotations

@@ -2,9 +2,12 @@
 
 :func:`spark_rows` gives the publication protocol (:func:`~anon_dagster.release.publication.publish`)
 the published rows without reading them to the driver as a table: when the protocol stages the
-target, Spark writes the published columns, sorted by the rows' source position
-(:data:`~.spark_frames.ROW_COLUMN`), as parquet part files under the engine's scratch folder;
-the driver then copies them into the staged file one row group at a time (parquet: the same
+target, Spark writes the published columns as parquet part files under the engine's scratch
+folder, each part sorted by the rows' source position (:data:`~.spark_frames.ROW_COLUMN`, no
+shuffle). When the parts' row groups hold disjoint ranges of positions (a table whose steps kept
+the source's order in its parts, as global recoding does), taking the row groups by their
+smallest position gives the source order; otherwise (parts a shuffle mixed, as Mondrian's) Spark
+writes them again globally sorted (``orderBy``). The driver then copies them into the staged file one row group at a time (parquet: the same
 Arrow row groups; csv: each row group's text as pandas writes it, every column in the dtype it
 has in the whole table) and removes the part files. The driver holds one row group at a time,
 whatever the number of rows, and the protocol hashes the bytes as they are written.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,26 +61,57 @@ def _null_counts(files: Sequence[Path], names: Sequence[str]) -> dict[str, int]:
     return counts
 
 
-def copy_parts(files: Sequence[Path], names: Sequence[str], schema: pa.Schema, sink: ByteSink, name: str) -> dict[str, str]:
-    """Write the rows of the part ``files`` (in order; columns ``names`` of ``schema``) into
-    ``sink`` as the file ``name``'s format says, one row group at a time; returns the columns'
-    dtypes as a reader of the file gets them."""
+def ordered_groups(files: Sequence[Path]) -> list[tuple[Path, int]] | None:
+    """The row groups of ``files`` (each sorted by :data:`ROW_COLUMN`) in the order of their
+    positions, when their ranges of positions are disjoint (None when two overlap, or a group
+    has no statistics of the column)."""
+    ranges = []
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        index = meta.schema.names.index(ROW_COLUMN)
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(index).statistics
+            if meta.row_group(group).num_rows == 0:
+                continue
+            if stats is None or not stats.has_min_max:
+                return None
+            ranges.append((stats.min, stats.max, path, group))
+    ranges.sort(key=lambda r: r[0])
+    if any(later[0] <= earlier[1] for earlier, later in zip(ranges, ranges[1:], strict=False)):
+        return None
+    return [(path, group) for _, _, path, group in ranges]
+
+
+def copy_parts(groups: Sequence[tuple[Path, int]], names: Sequence[str], schema: pa.Schema, sink: ByteSink,
+               name: str) -> dict[str, str]:
+    """Write the rows of the row ``groups`` (file, index; in order; columns ``names`` of
+    ``schema``) into ``sink`` as the file ``name``'s format says, one row group at a time;
+    returns the columns' dtypes as a reader of the file gets them."""
     schema = pa.schema([schema.field(n) for n in names])  # without Spark's key-value metadata
-    dtypes = reader_dtypes(schema, _null_counts(files, names))
-    groups = ((pq.ParquetFile(f), g) for f in files for g in range(pq.ParquetFile(f).metadata.num_row_groups))
+    dtypes = reader_dtypes(schema, _null_counts(sorted({f for f, _ in groups}), names))
+    files = {path: pq.ParquetFile(path) for path, _ in groups}
+
+    def tables() -> Iterator[pa.Table]:
+        for path, group in groups:
+            yield files[path].read_row_group(group, columns=list(names)).cast(schema)
+
     if table_format(name) == "parquet":
         with pq.ParquetWriter(sink, schema) as writer:
-            for part, group in groups:
-                writer.write_table(part.read_row_group(group, columns=list(names)).cast(schema))
+            for table in tables():
+                writer.write_table(table)
         return dtypes
     header = True
-    for part, group in groups:
-        frame = part.read_row_group(group, columns=list(names)).cast(schema).to_pandas().astype(dtypes)
-        sink.write(frame.to_csv(index=False, header=header).encode("utf-8"))
+    for table in tables():
+        sink.write(table.to_pandas().astype(dtypes).to_csv(index=False, header=header).encode("utf-8"))
         header = False
     if header:  # no row: the header alone, as pandas writes an empty table
         sink.write(schema.empty_table().to_pandas().to_csv(index=False).encode("utf-8"))
     return dtypes
+
+
+def all_groups(files: Sequence[Path]) -> list[tuple[Path, int]]:
+    """Every row group of ``files``, file by file."""
+    return [(f, g) for f in files for g in range(pq.ParquetFile(f).metadata.num_row_groups)]
 
 
 def spark_rows(engine: Any, df: Any, columns: Sequence[str], rows: int) -> PublishedRows:
@@ -90,22 +124,29 @@ def spark_rows(engine: Any, df: Any, columns: Sequence[str], rows: int) -> Publi
     names = list(columns)
     picked = df.select(*[F.col(f"`{c}`") for c in names],
                        *([F.col(ROW_COLUMN)] if ROW_COLUMN in df.columns and ROW_COLUMN not in names else []))
-    ordered = picked.orderBy(ROW_COLUMN) if ROW_COLUMN in picked.columns else picked
+    positioned = ROW_COLUMN in picked.columns
     declared = to_arrow_schema(df.select(*[F.col(f"`{c}`") for c in names]).schema)
     dtypes = reader_dtypes(declared, {})
     written: dict[str, str] = {}
 
+    def parts(target: Path, frame: Any) -> list[Path]:
+        frame.write.parquet(str(target))
+        return sorted(target.glob("*.parquet"))  # part-00000, ...: the parts' order
+
     def write(sink: ByteSink, name: str) -> None:
         folder = engine.scratch / f"publish-{uuid.uuid4().hex}"
         try:
-            ordered.write.parquet(str(folder))
-            files = sorted(folder.glob("*.parquet"))  # part-00000, ...: the sort's order
+            files = parts(folder / "parts", picked.sortWithinPartitions(ROW_COLUMN) if positioned else picked)
+            groups = ordered_groups(files) if positioned else all_groups(files)
+            if groups is None:  # the parts' positions interleave: sorted globally instead
+                files = parts(folder / "sorted", picked.orderBy(ROW_COLUMN))
+                groups = all_groups(files)
             schema = pq.read_schema(files[0]) if files else declared
-            written.update(copy_parts(files, names, schema, sink, name))
+            written.update(copy_parts(groups, names, schema, sink, name))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
     return PublishedRows(int(rows), names, write, lambda: written or dtypes)
 
 
-__all__ = ["copy_parts", "reader_dtypes", "spark_rows"]
+__all__ = ["all_groups", "copy_parts", "ordered_groups", "reader_dtypes", "spark_rows"]

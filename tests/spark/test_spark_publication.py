@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from anon_dagster.byte_sink import ByteSink
 from anon_dagster.engine.spark_frames import ROW_COLUMN
-from anon_dagster.engine.spark_publication import copy_parts, reader_dtypes, spark_rows
+from anon_dagster.engine.spark_publication import (
+    all_groups,
+    copy_parts,
+    ordered_groups,
+    reader_dtypes,
+    spark_rows,
+)
 from anon_dagster.release.published_rows import table_bytes
 
 pytestmark = pytest.mark.usefixtures("spark")
@@ -52,6 +58,36 @@ def test_the_rows_come_out_in_source_order_from_many_part_files(spark_engine, sp
     assert not list(spark_engine.scratch.glob("publish-*"))  # the part files are removed
     csv, _ = written(rows, "out.csv")
     assert csv == table_bytes(whole(expected), "out.csv")
+
+
+def test_parts_holding_the_sources_order_are_taken_as_they_are(spark_engine, spark, monkeypatch):
+    """Positions in contiguous ranges per part (the order a table keeps without a shuffle): the
+    row groups taken by their smallest position give the source order, with no global sort."""
+    from pyspark.sql import DataFrame
+
+    n = 60
+    frame = pd.DataFrame({"v": [f"r{i}" for i in range(n)], ROW_COLUMN: range(n)})
+    df = spark.createDataFrame(frame).repartitionByRange(4, ROW_COLUMN)
+    sorts = []
+    real = DataFrame.orderBy
+    monkeypatch.setattr(DataFrame, "orderBy", lambda self, *a, **k: sorts.append(a) or real(self, *a, **k))
+    data, _ = written(spark_rows(spark_engine, df, ["v"], n), "t.parquet")
+    assert pd.read_parquet(io.BytesIO(data))["v"].tolist() == frame["v"].tolist()
+    assert sorts == []
+
+
+def test_row_groups_are_ordered_by_position_only_when_their_ranges_are_disjoint(tmp_path):
+    def part(name, positions):
+        path = tmp_path / name
+        pq.write_table(pa.table({ROW_COLUMN: pa.array(positions, type=pa.int64())}), path, row_group_size=2)
+        return path
+
+    later, earlier = part("part-00000.parquet", [10, 11, 12]), part("part-00001.parquet", [0, 1, 5])
+    assert ordered_groups([later, earlier]) == [(earlier, 0), (earlier, 1), (later, 0), (later, 1)]
+    mixed = part("part-00002.parquet", [4, 6])  # 4..6 overlaps 5
+    assert ordered_groups([later, earlier, mixed]) is None
+    touching = part("part-00003.parquet", [12, 13])  # a position twice: not disjoint
+    assert ordered_groups([later, touching]) is None
 
 
 def test_no_driver_budget_stops_the_published_rows(spark, tmp_path):
@@ -107,7 +143,7 @@ def test_row_groups_copied_one_at_a_time_give_the_whole_tables_file(tmp_path_fac
     names = ["label", "n", "flag", "x"]
     for name in ("t.csv", "t.parquet"):
         out = io.BytesIO()
-        dtypes = copy_parts(files, names, table.schema, ByteSink(out.write), name)
+        dtypes = copy_parts(all_groups(files), names, table.schema, ByteSink(out.write), name)
         data = out.getvalue()
         assert dtypes == {c: str(expected[c].dtype) for c in names}
         if name.endswith(".csv"):

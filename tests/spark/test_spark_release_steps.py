@@ -129,3 +129,23 @@ def test_the_driver_reads_a_stored_table_only_within_max_driver_cells(tmp_path, 
     with pytest.raises(DriverLimit, match=r"^the published rows has 10 rows x 2 columns = 20 cells, more than .*"
                                           r"max_driver_cells=19\)"):
         driver_rows(over, load_table(over, stored), ["a", "b"], stored.rows, what="the published rows")
+
+
+def test_a_partition_awaiting_approval_on_spark_writes_no_row(tmp_path, spark_engine, monkeypatch):
+    """Passed but not approved: the outcome awaits approval, nothing is at the target and Spark
+    never wrote the published rows (they are written only when the protocol stages the file)."""
+    spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 3, "max_suppression": 0.05},
+                                   policy={"thresholds": POLICY},
+                                   approval={"required": True, "approvers": ["dpo"], "min_approvals": 1}))
+    from anon_dagster.engine import spark_publication
+
+    def never(*args, **kwargs):
+        raise AssertionError("the published rows were written for a partition awaiting approval")
+
+    monkeypatch.setattr(spark_publication, "copy_parts", never)
+    evaluation_memo.forget()
+    ledger = env_ledger(tmp_path / "ledger.sqlite", create=True)
+    _, _, published = run_steps(spark_engine, spec, "2023", tmp_path / "storage", ledger)
+    assert published.outcome == "awaiting approval" and published.evaluation.passed
+    assert not (tmp_path / "published").exists() or not any((tmp_path / "published").rglob("*.parquet"))
+    assert published.awaiting is not None and "anon-dagster approve" in published.awaiting.command
