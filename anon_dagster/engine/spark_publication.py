@@ -7,9 +7,10 @@ folder, each part sorted by the rows' source position (:data:`~.spark_frames.ROW
 shuffle). When the parts' row groups hold disjoint ranges of positions (a table whose steps kept
 the source's order in its parts, as global recoding does), taking the row groups by their
 smallest position gives the source order; otherwise (parts a shuffle mixed, as Mondrian's) Spark
-writes them again globally sorted (``orderBy``). The driver then copies them into the staged file one row group at a time (parquet: the same
-Arrow row groups; csv: each row group's text as pandas writes it, every column in the dtype it
-has in the whole table) and removes the part files. The driver holds one row group at a time,
+writes them again globally sorted (``orderBy``). The driver then copies them into the staged
+file one row group at a time (parquet: the same Arrow row groups; csv: each row group's text as
+pandas writes it, every column in the dtype it has in the whole table) and removes the part
+files. The driver holds one row group at a time,
 whatever the number of rows, and the protocol hashes the bytes as they are written.
 """
 
@@ -122,11 +123,11 @@ def spark_rows(engine: Any, df: Any, columns: Sequence[str], rows: int) -> Publi
     from pyspark.sql.pandas.types import to_arrow_schema
 
     names = list(columns)
-    picked = df.select(*[F.col(f"`{c}`") for c in names],
-                       *([F.col(ROW_COLUMN)] if ROW_COLUMN in df.columns and ROW_COLUMN not in names else []))
-    positioned = ROW_COLUMN in picked.columns
-    declared = to_arrow_schema(df.select(*[F.col(f"`{c}`") for c in names]).schema)
-    dtypes = reader_dtypes(declared, {})
+    selected = [F.col(f"`{c}`") for c in names]
+    published = df.select(*selected)
+    positioned = ROW_COLUMN in df.columns
+    picked = df.select(*selected, F.col(ROW_COLUMN)) if positioned and ROW_COLUMN not in names else published
+    declared = to_arrow_schema(published.schema)
     written: dict[str, str] = {}
 
     def parts(target: Path, frame: Any) -> list[Path]:
@@ -146,7 +147,8 @@ def spark_rows(engine: Any, df: Any, columns: Sequence[str], rows: int) -> Publi
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    return PublishedRows(int(rows), names, write, lambda: written or dtypes)
+    # before any write (the same data already in place: nothing staged), the declared schema's dtypes
+    return PublishedRows(int(rows), names, write, lambda: written or reader_dtypes(declared, {}))
 
 
 __all__ = ["all_groups", "copy_parts", "ordered_groups", "reader_dtypes", "spark_rows"]

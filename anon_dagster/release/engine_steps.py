@@ -16,8 +16,8 @@ engine (:mod:`anon_dagster.engine`):
   keyed by the stored digests) and publishes a passing evaluation through the publication
   protocol (:func:`~.publication.publish_release`): Spark writes the published rows and the
   driver streams them into the staged file one row group at a time
-  (:func:`~anon_dagster.engine.spark_publication.spark_rows`), whatever their number; with ``publication.mode: aggregates`` the rows
-  stay on Spark, which bounds the contributions and counts the groups
+  (:func:`~anon_dagster.engine.spark_publication.spark_rows`), whatever their number; with
+  ``publication.mode: aggregates`` the rows stay on Spark, which bounds the contributions and counts the groups
   (:func:`~anon_dagster.engine.spark_aggregates.dp_release`), and the driver draws the noise
   with the pandas engine's code and hands the aggregates to the same protocol.
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,7 +108,8 @@ def _step(name: str) -> None:
 
 @dataclass
 class Published:
-    """What a publication wrote: the file, its ledger entry and its report."""
+    """What a publication wrote: the file, its ledger entry and its report; ``dtypes`` is each
+    column's dtype as a reader of the file gets it (a row publication's; none for aggregates)."""
 
     path: Path
     rows: int
@@ -117,6 +118,7 @@ class Published:
     ledger_entry: int | None
     ledger_action: str
     report_path: Path
+    dtypes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -176,7 +178,7 @@ def publish(spec: ReleaseSpec, evaluation: Evaluation, anonymized: pd.DataFrame,
                          ledger, spec, inputs, assignment=evaluation.assignment, rows=out.rows,
                          report_path=str(target.report_path()), pending=_placement(target, file_hash))[0])
     return Published(target.path, out.rows, out.names, inputs["data_hash"], outcome.publication_id,
-                     outcome.action, target.report_path())
+                     outcome.action, target.report_path(), out.dtypes())
 
 
 # The aggregates of a release and their report entry, as :func:`~.publish.dp_release` returns them.

@@ -30,7 +30,6 @@ from ..spec import ReleaseSpec
 from . import evaluation_memo
 from .alerts import Refusal, reason_lines
 from .evaluation import Evaluation
-from .gate import publishable_view
 from .governance import AwaitingApproval
 from .ledger import Ledger
 from .population_order import population_lock
@@ -167,11 +166,10 @@ class PublicationStep:
         return refusal_of(self.spec, self.partition, self.evaluation, list(self.refusals or []), run_id)
 
 
-def published_columns(anonymized: pd.DataFrame, done: ReleasePublished) -> list[tuple[str, str]]:
-    """The published columns with the dtype of the table they were written from (``unknown``
-    for a column it does not have, such as an aggregate's)."""
-    table = publishable_view(anonymized) if done.mode == "rows" else pd.DataFrame()
-    return [(c, str(table[c].dtype) if c in table.columns else "unknown") for c in done.published.columns]
+def published_columns(done: ReleasePublished) -> list[tuple[str, str]]:
+    """The published columns with the dtype a reader of the file gets (``unknown`` for an
+    aggregate's, whose publication records none)."""
+    return [(c, done.published.dtypes.get(c, "unknown")) for c in done.published.columns]
 
 
 @dataclass(frozen=True)
@@ -184,12 +182,6 @@ class PublicationInputs:
     pseudonymized: pd.DataFrame
     rows: PublishedRows | None = None
     aggregates_of: AggregatesRelease | None = None
-
-    def columns(self, done: ReleasePublished) -> list[tuple[str, str]]:
-        """The published columns with their dtypes (:func:`published_columns`)."""
-        if self.rows is not None and done.mode == "rows":
-            return self.rows.columns
-        return published_columns(self.anonymized, done)
 
 
 def publication_step(spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, raw: Any,
@@ -235,7 +227,7 @@ def publication_step(spec: ReleaseSpec, *, anonymized: Any, pseudonymized: Any, 
     except TimeoutError as exc:
         raise TimeoutError(f"{spec.release} {partition or ''}: {exc}") from None
     return PublicationStep(spec, partition, evaluation, published=done, report=done.published.report_path,
-                           columns=given.columns(done))
+                           columns=published_columns(done))
 
 
 __all__ = ["AWAITING", "PUBLISHED", "REFUSED", "Awaiting", "CheckStep", "PublicationInputs", "PublicationStep", "check_step", "not_kept", "publication_step",

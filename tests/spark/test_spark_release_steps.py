@@ -123,12 +123,12 @@ def test_the_driver_reads_a_stored_table_only_within_max_driver_cells(tmp_path, 
     stored = store_table(df, tmp_path / "base" / "t" / "1", tmp_path / "base")
     assert stored.rows == 10 and stored.columns == ("a", "b", "__row")
     fits = SparkEngine(spark, max_driver_cells=20, scratch_dir=tmp_path / "scratch")
-    rows = driver_rows(fits, load_table(fits, stored), ["a", "b"], stored.rows, what="the published rows")
+    rows = driver_rows(fits, load_table(fits, stored), ["a", "b"], stored.rows, what="the rows of erased persons")
     assert rows["a"].tolist() == list("abcdefghij")  # in the rows' source order
     over = SparkEngine(spark, max_driver_cells=19, scratch_dir=tmp_path / "scratch")
-    with pytest.raises(DriverLimit, match=r"^the published rows has 10 rows x 2 columns = 20 cells, more than .*"
+    with pytest.raises(DriverLimit, match=r"^the rows of erased persons has 10 rows x 2 columns = 20 cells, more than .*"
                                           r"max_driver_cells=19\)"):
-        driver_rows(over, load_table(over, stored), ["a", "b"], stored.rows, what="the published rows")
+        driver_rows(over, load_table(over, stored), ["a", "b"], stored.rows, what="the rows of erased persons")
 
 
 def test_a_partition_awaiting_approval_on_spark_writes_no_row(tmp_path, spark_engine, monkeypatch):
