@@ -28,7 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from anon_dagster.release import engine_steps, pipeline
+from anon_dagster.release import engine_steps
 from anon_dagster.release.ledger import LedgerSeal, init_ledger
 from anon_dagster.spec import load_spec
 
@@ -53,7 +53,7 @@ def release(engine: Any, write_spec: Callable[[Path], Path], folder: Path, keyst
     spec = load_spec(write_spec(folder))
     ledger = init_ledger(folder / "ledger.db", LedgerSeal.from_keystore(keystore)).ledger
     reports = str(folder / "reports")
-    raw = engine_steps.raw_step(engine, spec, None, ingest=lambda: pipeline.ingest_source(spec, None, None),
+    raw = engine_steps.raw_step(engine, spec, None,
                                 keystore=lambda: keystore, storage=lambda: folder / "storage")
     pseudo = engine_steps.pseudonymized_step(engine, spec, raw.value, keystore=lambda: keystore, partition=None,
                                              storage=lambda: folder / "storage")

@@ -40,6 +40,7 @@ driver holds and what is left.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from .spark_frames import (  # noqa: F401 - re-exported
     internal,
     published_columns,
 )
-from .spark_ingest import check_data, ingest, pseudonymize, read
+from .spark_ingest import asset_rows, check_data, ingest, pseudonymize, read
 from .spark_results import SparkAnonymized, SparkGateRun, SparkIngested, SparkPseudonymized
 from .spark_session import SparkDriver, executor_errors  # noqa: F401 - re-exported
 
@@ -77,9 +78,15 @@ class SparkEngine(SparkDriver):
         """:func:`.spark_ingest.check_data`."""
         check_data(self, spec, df, source)
 
-    def ingest(self, spec: Any, partition: str | None = None, input_path: str | None = None) -> SparkIngested:
+    def ingest(self, spec: Any, partition: str | None = None, input_path: str | None = None,
+               **given: Any) -> SparkIngested:
         """:func:`.spark_ingest.ingest`."""
-        return ingest(self, spec, partition, input_path)
+        return ingest(self, spec, partition, input_path, **given)
+
+    def asset_rows(self, spec: Any, partition: str | None, value: object, *,
+                   one_partition: bool = False) -> AbstractContextManager[SparkIngested]:
+        """:func:`.spark_ingest.asset_rows`."""
+        return asset_rows(self, spec, partition, value, one_partition=one_partition)
 
     def pseudonymize(self, spec: Any, ingested: SparkIngested, keystore: Any | None, *, linkage: bool = True,
                      partition: str | None = None) -> SparkPseudonymized:

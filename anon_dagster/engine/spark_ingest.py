@@ -7,6 +7,10 @@ project's keyed functions, keys re-derived on the executors (:mod:`.spark_pseudo
 
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +25,15 @@ from .spark_results import SparkIngested, SparkPseudonymized
 from .spark_session import SparkDriver, executor_errors
 
 
-def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str | None) -> tuple[Any, Path | str]:
+def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str | None, *, frame: Any = None,
+         one_partition: bool = False, described: str | None = None) -> tuple[Any, Path | str]:
     """The partition's rows of ``input_path`` or the spec's source, identifiers as text, and what
     they were read from: a parquet file or folder, a Delta table's folder (``source.format:
-    delta``), or a table of the session's catalog (``source.table``: its description, ``the
-    catalog table 'db.t'``). Rows keep their position (:mod:`.spark_sources` for the tables)."""
+    delta``), a table of the session's catalog (``source.table``: its description, ``the
+    catalog table 'db.t'``), or ``frame``, a Spark DataFrame a Dagster asset gave
+    (``source.asset``: read as a catalog table is). Rows keep their position (:mod:`.spark_sources`
+    for the tables). ``one_partition``: the table is the partition's own, so a row outside its
+    window is refused; ``described`` names the rows in errors instead of ``input_path``."""
     from pyspark.sql import functions as F
 
     from ..io import table_format
@@ -35,7 +43,10 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
 
     check_partition(spec, partition)
     path: Path | str
-    if input_path is None and spec.source.table is not None:
+    if frame is not None:
+        path = spec.source.described
+        df = frame
+    elif input_path is None and spec.source.table is not None:
         path = spec.source.described
         df = read_catalog_table(engine.spark, spec)
     else:
@@ -53,6 +64,7 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         if fmt not in ("parquet", "delta"):
             raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
         df = read_delta(engine.spark, path) if fmt == "delta" else read_parquet(engine.spark, path)
+    path = described or path
     types = dict(df.dtypes)
     for name in text_columns(spec):
         kind = types.get(name)
@@ -85,7 +97,7 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         lo = F.lit(start.to_pydatetime()).cast(kind)
         hi = F.lit(end.to_pydatetime()).cast(kind)
         inside = df.filter((F.col(f"`{column}`") >= lo) & (F.col(f"`{column}`") < hi))
-        if input_path is None and "{partition}" in (spec.source.path or ""):
+        if one_partition or (input_path is None and frame is None and "{partition}" in (spec.source.path or "")):
             total, kept = df.count(), inside.count()
             if kept < total:
                 raise DataError(
@@ -117,11 +129,68 @@ def check_data(engine: SparkDriver, spec: Any, df: Any, source: str) -> None:
             frame[name] = pd.Series([None] * length, dtype=object)
     check_data(spec, pd.DataFrame(frame), source=source)
 
-def ingest(engine: SparkDriver, spec: Any, partition: str | None = None, input_path: str | None = None) -> SparkIngested:
-    """The rows of ``partition`` read and checked against the spec (as the pandas ingest)."""
-    df, path = read(engine, spec, partition, input_path)
+def ingest(engine: SparkDriver, spec: Any, partition: str | None = None, input_path: str | None = None,
+           **given: Any) -> SparkIngested:
+    """The rows of ``partition`` read and checked against the spec (as the pandas ingest);
+    ``given``: :func:`read`'s ``frame``, ``one_partition`` and ``described``."""
+    df, path = read(engine, spec, partition, input_path, **given)
     check_data(engine, spec, df, str(path))
     return SparkIngested(df, str(path))
+
+def is_spark_frame(value: object) -> bool:
+    """Whether ``value`` is a Spark DataFrame (classic or Spark Connect)."""
+    from pyspark.sql import DataFrame
+
+    return isinstance(value, DataFrame) or type(value).__module__.startswith("pyspark.sql.connect")
+
+
+@contextmanager
+def asset_rows(engine: SparkDriver, spec: Any, partition: str | None, value: object, *,
+               one_partition: bool = False) -> Iterator[SparkIngested]:
+    """``source.asset`` on Spark: the partition's rows of the value the asset's IO manager loaded.
+
+    A Spark DataFrame is read as a catalog table is (positions from its rows' contents). A pandas
+    DataFrame takes the pandas engine's rules first (:func:`~anon_dagster.release.pipeline.ingest_frame`:
+    the partition's rows, identifiers as text) and reaches Spark as a parquet file in the engine's
+    scratch folder, so its rows keep the frame's order as a file's do and every figure is the
+    pandas engine's. The file holds personal data: it is owner-only and removed when the block
+    ends, by which time the caller has stored what it read. ``one_partition``: the table is the
+    partition's own, so a row outside its window is refused."""
+    from ..release.pipeline import ingest_frame
+
+    described = spec.source.described
+    if is_spark_frame(value):
+        yield ingest(engine, spec, partition, frame=value, one_partition=one_partition)
+        return
+    frame = ingest_frame(spec, value, partition, source=described, one_partition=one_partition).data
+    staged = engine.scratch / f"asset-{uuid.uuid4().hex}.parquet"
+    try:
+        write_private_parquet(frame, staged, described)
+        yield ingest(engine, spec, partition, str(staged), described=described)
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def write_private_parquet(frame: pd.DataFrame, path: Path, described: str) -> None:
+    """``frame`` as an owner-only parquet file (no index); a column pyarrow cannot store as one
+    type is a DataError naming ``described`` and the column, never a value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        for name in frame.columns:
+            try:
+                pa.array(frame[name], from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                raise DataError(f"{described}: column {name!r} mixes values of different types "
+                                f"({frame[name].dtype}): give each column one type") from None
+        raise DataError(f"{described}: the table cannot be stored as parquet: give each column one type") from None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        pq.write_table(table, out)
+
 
 def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keystore: Any | None, *, linkage: bool = True,
                  partition: str | None = None) -> SparkPseudonymized:
@@ -214,4 +283,4 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
     return SparkPseudonymized(out, summaries, dropped, backend, planned)
 
 
-__all__ = ["check_data", "ingest", "pseudonymize", "read"]
+__all__ = ["asset_rows", "check_data", "ingest", "is_spark_frame", "pseudonymize", "read", "write_private_parquet"]

@@ -21,15 +21,16 @@ engine (:mod:`anon_dagster.engine`):
   (:func:`~anon_dagster.engine.spark_aggregates.dp_release`), and the driver draws the noise
   with the pandas engine's code and hands the aggregates to the same protocol.
 
-What the Spark engine refuses here, in one line each (:class:`~anon_dagster.engine.UnsupportedOnEngine`):
-a source or a synthetic table given by a Dagster asset (its rows are a pandas value); with
-everything the engine refuses anyway (docs/scale.md).
+A source given by a Dagster asset (``source.asset``) may be a pandas or a Spark DataFrame on
+Spark. What the Spark engine refuses here, in one line (:class:`~anon_dagster.engine.UnsupportedOnEngine`):
+a synthetic table given by a Dagster asset; with everything the engine refuses anyway (docs/scale.md).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -124,22 +125,27 @@ def _refuse(feature: str, hint: str) -> None:
 
 
 # ----- raw, pseudonymized, anonymized ----------------------------------------------------------
-def raw_step(engine: Any, spec: ReleaseSpec, partition: str | None, *, ingest: Callable[[], pipeline.Ingested],
-             keystore: Callable[[], Any], storage: Callable[[], Path]) -> StepOutput:
-    """The partition's rows of the source, checked against the spec: ``ingest()`` on the pandas
-    engine (the file, or a Dagster asset's value), the engine's own ingest on Spark. The key store
-    (``keystore()``) is opened first when the release needs one: a key store unfit for use fails
-    before any write. ``storage()`` is the release's storage folder (Spark only)."""
+def raw_step(engine: Any, spec: ReleaseSpec, partition: str | None, *, keystore: Callable[[], Any],
+             storage: Callable[[], Path], table: object = None,
+             table_partitioned: Callable[[], bool] = lambda: False) -> StepOutput:
+    """The partition's rows of the source, checked against the spec: its file, or for
+    ``source.asset`` the asset's value ``table`` (``table_partitioned()``: whether that asset is
+    partitioned, its partition the table's own); on Spark a pandas or a Spark DataFrame
+    (:meth:`~anon_dagster.engine.SparkEngine.asset_rows`). The key store (``keystore()``) is
+    opened first when the release needs one: a key store unfit for use fails before any write.
+    ``storage()`` is the release's storage folder (Spark only)."""
     if pipeline.needs_keystore(spec):
         pipeline.check_keystore(spec, keystore())
     if not on_spark(engine):
-        ingested = ingest()
+        ingested = pipeline.ingest_source(spec, partition, table, table_partitioned=table_partitioned)
         return StepOutput(ingested.data, ingested_entries(ingested), len(ingested.data))
-    if spec.source.asset_key is not None:
-        _refuse(f"source.asset ({spec.source.described})", "a source from a Dagster asset is a pandas value: "
-                "use a parquet source file, or the pandas engine")
-    got = engine.ingest(spec, partition)
-    stored = _store(got.df, storage(), spec, "raw", partition)
+    with ExitStack() as scope:
+        if spec.source.asset_key is None:
+            got = engine.ingest(spec, partition)
+        else:  # what the engine staged for Spark is removed once the rows are stored
+            got = scope.enter_context(engine.asset_rows(
+                spec, partition, table, one_partition=partition is not None and table_partitioned()))
+        stored = _store(got.df, storage(), spec, "raw", partition)
     return StepOutput(stored, ingested_entries(_Shown(_Counted(stored.rows, _published(stored)), got.source)),
                       stored.rows)
 
@@ -228,8 +234,7 @@ def row_step(step: RowStep, call: StepCall) -> StepOutput:
     spec, partition, upstream = call.spec, call.partition, call.inputs.get(step.upstream or "")
     if step.name == "raw":
         return raw_step(call.engine, spec, partition, keystore=call.keystore, storage=call.storage,
-                        ingest=lambda: pipeline.ingest_source(spec, partition, call.inputs.get(SOURCE_INPUT),
-                                                              table_partitioned=call.source_partitioned))
+                        table=call.inputs.get(SOURCE_INPUT), table_partitioned=call.source_partitioned)
     if step.name == "pseudonymized":
         return pseudonymized_step(call.engine, spec, upstream, keystore=call.keystore, partition=partition,
                                   storage=call.storage)

@@ -8,6 +8,7 @@ import stat
 
 import pandas as pd
 import pytest
+import yaml
 
 from anon_dagster.errors import DataError
 from anon_dagster.pseudonymize.keystore import open_keystore
@@ -24,9 +25,10 @@ pytestmark = pytest.mark.usefixtures("master_key", "spark")
 POLICY = {"k": 3, "l_distinct": 2}
 
 
-def run_steps(engine, spec, partition, folder, ledger):
+def run_steps(engine, spec, partition, folder, ledger, table=None):
     """raw -> pseudonymized -> anonymized -> checks -> published, each table stored and read back
-    between the steps with step storage (encrypted policy), as the IO manager does."""
+    between the steps with step storage (encrypted policy), as the IO manager does; ``table``:
+    the value of a ``source.asset``."""
     store = open_keystore()
     values = {}
 
@@ -35,7 +37,7 @@ def run_steps(engine, spec, partition, folder, ledger):
         values[step] = read_step(folder, (spec.release, step), partition, ENCRYPTED, store.derive_key)
         return values[step]
 
-    raw = hand_on("raw", engine_steps.raw_step(engine, spec, partition, ingest=lambda: _ingest(spec, partition),
+    raw = hand_on("raw", engine_steps.raw_step(engine, spec, partition, table=table,
                                                keystore=lambda: store, storage=lambda: folder))
     pseudo = hand_on("pseudonymized", engine_steps.pseudonymized_step(engine, spec, raw, keystore=lambda: store,
                                                                        partition=partition, storage=lambda: folder))
@@ -50,12 +52,6 @@ def run_steps(engine, spec, partition, folder, ledger):
                                             ledger=ledger, partition=partition, keystore=store,
                                             storage=[str(folder)], reports_dir=str(folder / "reports"))
     return values, checks, published
-
-
-def _ingest(spec, partition):
-    from anon_dagster.release import pipeline
-
-    return pipeline.ingest(spec, partition)
 
 
 def verdicts(evaluation):
@@ -85,9 +81,6 @@ def test_the_steps_on_spark_hand_on_stored_tables_and_publish_the_pandas_rows(tm
     assert s_pub.outcome == p_pub.outcome == "published"
     assert s_values["anonymized"].rows == len(p_values["anonymized"])
 
-    def multiset(frame):  # pid is a scope-row pseudonym: random, one per row
-        return sorted(map(tuple, frame.drop(columns=["pid"]).astype(str).to_numpy().tolist()))
-
     assert list(s_rows.columns) == list(p_rows.columns) and multiset(s_rows) == multiset(p_rows)
     assert s_rows["pid"].str.fullmatch(r"v1:[0-9a-f]{32}").all() and s_rows["pid"].is_unique
     # every folder the engine wrote is the owner's only
@@ -96,11 +89,85 @@ def test_the_steps_on_spark_hand_on_stored_tables_and_publish_the_pandas_rows(tm
         assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in stored.path.iterdir())
 
 
+def multiset(frame):  # pid is a scope-row pseudonym: random, one per row
+    return sorted(map(tuple, frame.drop(columns=["pid"]).astype(str).to_numpy().tolist()))
+
+
+def asset_spec(tmp_path):
+    """The release of test_the_steps_on_spark... with its source the Dagster asset ``warehouse/discharges``."""
+    path = write_release(tmp_path, anonymization={"method": "global", "k": 3, "max_suppression": 0.05},
+                         policy={"thresholds": POLICY})
+    raw = yaml.safe_load(path.read_text())
+    raw["source"] = {"asset": "warehouse/discharges"}
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return load_spec(path), pd.read_parquet(tmp_path / "data" / "tiny.parquet")
+
+
+@pytest.mark.parametrize("given", ["pandas", "spark"])
+def test_an_asset_source_on_spark_gives_the_pandas_engines_outcome(tmp_path, spark_engine, given):
+    """A pandas DataFrame (staged as parquet, its rows in the frame's order) and a Spark DataFrame
+    (positions from its contents) as the asset's value: the pandas engine's verdicts and rows,
+    and nothing of the staged file left in the scratch folder."""
+    from anon_dagster.engine import PandasEngine
+
+    spec, data = asset_spec(tmp_path)
+    value = data if given == "pandas" else spark_engine.spark.read.parquet(str(tmp_path / "data" / "tiny.parquet"))
+    outcomes = {}
+    for name, engine, table in (("pandas", PandasEngine(), data), ("spark", spark_engine, value)):
+        evaluation_memo.forget()
+        ledger = env_ledger(tmp_path / f"{name}.sqlite", create=True)
+        values, checks, published = run_steps(engine, spec, "2023", tmp_path / name / "storage", ledger, table)
+        published_file = published.published.published.path
+        outcomes[name] = checks, published, pd.read_parquet(published_file)
+        published_file.rename(tmp_path / f"{name}.parquet")
+    (p_checks, p_pub, p_rows), (s_checks, s_pub, s_rows) = outcomes["pandas"], outcomes["spark"]
+    assert p_pub.outcome == s_pub.outcome == "published"
+    assert verdicts(s_checks.evaluation) == verdicts(p_checks.evaluation)
+    assert verdicts(s_pub.evaluation) == verdicts(p_pub.evaluation)
+    assert list(s_rows.columns) == list(p_rows.columns) and multiset(s_rows) == multiset(p_rows)
+    assert not list(spark_engine.scratch.glob("asset-*"))
+
+
+def test_a_spark_asset_holding_another_partitions_rows_is_refused_when_it_is_the_partitions_own(
+        tmp_path, spark_engine):
+    spec, _ = asset_spec(tmp_path)
+    store = open_keystore()
+    with pytest.raises(DataError, match=r"the Dagster asset 'warehouse/discharges': \d+ rows fall outside "
+                                        r"partition '2023'"):
+        engine_steps.raw_step(spark_engine, spec, "2023", table=spark_engine.spark.read.parquet(str(tmp_path / "data" / "tiny.parquet")),
+                              table_partitioned=lambda: True, keystore=lambda: store,
+                              storage=lambda: tmp_path / "storage")
+    assert not (tmp_path / "storage").exists() or not any((tmp_path / "storage").rglob("*.parquet"))
+
+
+def test_an_asset_column_of_mixed_types_is_refused_naming_the_column_and_no_value(tmp_path, spark_engine):
+    spec, data = asset_spec(tmp_path)
+    data["severity"] = pd.Series(["SECRET-NOTE-7" if i % 2 else 11 for i in range(len(data))], dtype=object)
+    store = open_keystore()
+    with pytest.raises(DataError) as refused:
+        engine_steps.raw_step(spark_engine, spec, "2023", table=data, keystore=lambda: store,
+                              storage=lambda: tmp_path / "storage")
+    message = str(refused.value)
+    assert "the Dagster asset 'warehouse/discharges'" in message and "'severity'" in message
+    assert "SECRET" not in message and "11" not in message
+    assert not list(spark_engine.scratch.glob("asset-*"))
+
+
+def test_an_asset_value_that_is_no_dataframe_is_refused_naming_the_asset_on_spark(tmp_path, spark_engine):
+    from anon_dagster.errors import UserError
+
+    spec, _ = asset_spec(tmp_path)
+    store = open_keystore()
+    with pytest.raises(UserError, match="the Dagster asset 'warehouse/discharges' gave a builtins.list"):
+        engine_steps.raw_step(spark_engine, spec, "2023", table=[1, 2], keystore=lambda: store,
+                              storage=lambda: tmp_path / "storage")
+
+
 def test_a_stored_folder_changed_after_its_step_is_refused(tmp_path, spark_engine):
     spec = load_spec(write_release(tmp_path, anonymization={"method": "global", "k": 3}, policy={"thresholds": POLICY}))
     store = open_keystore()
     folder = tmp_path / "storage"
-    out = engine_steps.raw_step(spark_engine, spec, "2023", ingest=lambda: None, keystore=lambda: store,
+    out = engine_steps.raw_step(spark_engine, spec, "2023", keystore=lambda: store,
                                 storage=lambda: folder)
     note, warning = write_step(folder, (spec.release, "raw"), "2023", out.value, ENCRYPTED, store.derive_key)
     assert note == SPARK_NOTE.format(pointer="encrypted (AES-256-GCM), owner-only")
