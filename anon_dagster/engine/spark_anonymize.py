@@ -26,11 +26,12 @@ def check_supported(spec: Any) -> None:
         raise UnsupportedOnEngine("anonymization.suppression: cells with method: mondrian (cell suppression)",
                                   hint="use method: global, suppression: rows, or --engine pandas")
     if an.pram is not None:
-        # the pandas engine gives the table's i-th row the seeded generator's i-th draw: a
-        # row's draw depends on its rank in table order, which the Spark engine does not number
-        raise UnsupportedOnEngine("anonymization.pram (PRAM)",
-                                  hint="each row's draw is the seeded generator's draw at the row's rank in the "
-                                  "table, which the Spark engine does not number: use --engine pandas")
+        column = an.pram.get("column") if isinstance(an.pram, dict) else None
+        if column in spec.partition_keys or any(column in q.group_by for q in spec.utility_queries):
+            # the record breaks the suppressed rows down by these columns' values before PRAM,
+            # which the Spark engine's frequency tables of the perturbed table do not hold
+            raise UnsupportedOnEngine(f"anonymization.pram of column {column!r}, a partition key or a utility "
+                                      "query's group_by", hint="use --engine pandas")
     if an.utility.startswith("query:"):
         raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} (a utility query as the search's metric)",
                                   hint="use entropy, loss, discernibility or aecs, or --engine pandas")
@@ -65,9 +66,15 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     # the record hashes the input: global recoding counts the bottom table's size over the same
     # rows first, and the digest rides on that aggregation
     engine.wants_digest(pseudonymized.df)
+    perturbed = _perturbed_once(engine, spec, pseudonymized)
 
     def run(which: Any) -> SparkAnonymized:
-        done = _dispatch(engine, which, pseudonymized, progress)
+        given, pram = perturbed()  # inside: a PRAM the data refuses is an unreachable policy, as on pandas
+        done = _dispatch(engine, which, given, progress)
+        if pram is not None:
+            from ..anonymize.record import PramInfo
+
+            done = replace(done, record=replace(done.record, pram=PramInfo.from_json(pram, prefix="pram.")))
         if spec.anonymization.method not in PERSON_PASS:
             return done
         from .spark_persons import reach_k_per_person
@@ -82,6 +89,31 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     if unreachable is None:
         return done
     return replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
+
+def _perturbed_once(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized) -> Any:
+    """A function giving the table the method anonymizes and the record's ``pram`` entry: with
+    ``anonymization.pram`` the table after PRAM (:mod:`.spark_pram`, computed once however often
+    it is asked for; an error raised again each time), the table before it kept as the
+    ``original`` the record compares with; else the table as it is and None."""
+    if spec.anonymization.pram is None:
+        return lambda: (pseudonymized, None)
+    done: list[Any] = []
+
+    def perturbed() -> tuple[SparkPseudonymized, dict[str, Any]]:
+        if not done:
+            from .spark_pram import apply_pram
+
+            try:
+                work, entry = apply_pram(engine, spec, pseudonymized.df)
+                done.append((replace(pseudonymized, df=work, unperturbed=pseudonymized.df), entry))
+            except Exception as exc:  # noqa: BLE001 - raised again, as itself, whenever asked
+                done.append(exc)
+        if isinstance(done[0], Exception):
+            raise done[0]
+        return done[0]
+
+    return perturbed
+
 
 def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any) -> SparkAnonymized:
     """The method the spec declares, on Spark."""

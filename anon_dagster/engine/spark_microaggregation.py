@@ -106,14 +106,15 @@ def anonymize_microaggregation(engine: SparkDriver, spec: Any, pseudonymized: Sp
 
     t0 = time.perf_counter()
     df = pseudonymized.df
+    original = pseudonymized.original  # before PRAM: what the record compares with and hashes
     policy, gen, pks, sens, by_query = method_columns(spec, df)
     parts_columns = list(dict.fromkeys(pks + by_query))
     freq, _ = engine.frequencies(df, parts_columns, first_row=False, what="the rows per partition key and query group")
     counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
     n = int(counts.sum())
-    input_hash = engine.digest(df)
+    input_hash = engine.digest(original)
     if n == 0:
-        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "microaggregation")
+        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "microaggregation", original=original)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
     domains = {}
@@ -149,7 +150,7 @@ def anonymize_microaggregation(engine: SparkDriver, spec: Any, pseudonymized: Sp
                          f"(groups of k={k} to {2 * k - 1} rows)")
     info = {"algorithm": "MDAV", "columns": numeric, "blocks_by": block_cols, "groups": groups,
             "sse_share": round(sse / sst, 6) if sst else 0.0}
-    return _finish(engine, spec, policy, df, published, parts_columns, input_hash, info, t0)
+    return _finish(engine, spec, policy, original, published, parts_columns, input_hash, info, t0)
 
 
 def _on_executors(engine: SparkDriver, df: Any, numeric: list[str], k: int, blocks: pd.DataFrame,

@@ -127,15 +127,16 @@ def anonymize_mondrian(engine: SparkDriver, spec: Any, pseudonymized: SparkPseud
 
     t0 = time.perf_counter()
     df = pseudonymized.df
+    original = pseudonymized.original  # before PRAM: what the record compares with and hashes
     policy, gen, pks, sens, by_query = method_columns(spec, df)
     parts_columns = list(dict.fromkeys(pks + sens + by_query))
     freq, schema = engine.frequencies(df, parts_columns, first_row=False,
                                       what="the rows per partition key, sensitive value and query group")
     counts = freq[COUNT_COLUMN].to_numpy(np.int64) if len(freq) else np.zeros(0, dtype=np.int64)
     n = int(counts.sum())
-    input_hash = engine.digest(df)
+    input_hash = engine.digest(original)
     if n == 0:
-        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "mondrian")
+        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "mondrian", original=original)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
 
@@ -199,7 +200,7 @@ def anonymize_mondrian(engine: SparkDriver, spec: Any, pseudonymized: SparkPseud
     sizes = (frequency_classes(pub_freq, qis, pub_freq[COUNT_COLUMN].to_numpy(np.float64)).sizes
              if len(pub_freq) and qis else np.zeros(0, dtype=np.int64))
     record = spark_record(engine, spec, policy, freq, counts, fail_rows, sizes, info["mondrian"]["ncp"],
-                          input_hash, published, t0, original=df, method="mondrian", mondrian=info["mondrian"])
+                          input_hash, published, t0, original=original, method="mondrian", mondrian=info["mondrian"])
     categories = {c: [str(v) for v in m.columns[c].categories] for c in gen}
     return SparkAnonymized(published, record, int(counts[fail_rows].sum()), categories=categories)
 

@@ -60,6 +60,7 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
 
     t0 = time.perf_counter()
     df = pseudonymized.df
+    original = pseudonymized.original  # before PRAM: what the record compares with and hashes
     an = spec.anonymization
     policy = Policy.from_spec(spec)
     gen, pks = list(spec.generalized_qis), list(spec.partition_keys)
@@ -100,9 +101,9 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
             tables = [_table_at(engine, spec, policy, df, {}, floor, bottom_columns, linked, sens, what)]
     first = tables[0]
     n = int(first.counts.sum())
-    input_hash = engine.digest(df)
+    input_hash = engine.digest(original)
     if an.method == "none" or n == 0:
-        return record_only(engine, spec, policy, df, first.freq, first.counts, input_hash, t0, an.method)
+        return record_only(engine, spec, policy, df, first.freq, first.counts, input_hash, t0, an.method, original=original)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
 
@@ -171,7 +172,7 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         kept = np.bincount(row_class, weights=np.where(fail_rows, 0, counts), minlength=len(sizes))
         kept = np.rint(kept[kept > 0]).astype(np.int64)
     record = spark_record(engine, spec, policy, freq, counts, fail_rows, kept, search.loss, input_hash, published,
-                          t0, original=df, levels=levels, search=search_entry,
+                          t0, original=original, levels=levels, search=search_entry,
                           cells=cells.cells if cells is not None else None,
                           cell_suppression=cells.info if cells is not None else None,
                           person_suppression=person_section)

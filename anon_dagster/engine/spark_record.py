@@ -100,8 +100,9 @@ def empty_record(engine: SparkDriver, spec: Any, df: Any) -> Any:
 
 
 def record_only(engine: SparkDriver, spec: Any, policy: Any, df: Any, freq: pd.DataFrame, counts: np.ndarray,
-                input_hash: str, t0: float, method: str) -> SparkAnonymized:
-    """Method ``none`` (or an empty table): the rows as they are, with their record."""
+                input_hash: str, t0: float, method: str, *, original: Any = None) -> SparkAnonymized:
+    """Method ``none`` (or an empty table): the rows as they are, with their record
+    (``original``: the table before PRAM, when PRAM made ``df``)."""
     from ..risk.frequencies import frequency_classes
 
     qis = [c for c in spec.quasi_identifiers if c in freq.columns]
@@ -109,7 +110,7 @@ def record_only(engine: SparkDriver, spec: Any, policy: Any, df: Any, freq: pd.D
     if len(freq) and qis:
         sizes = frequency_classes(freq, qis, counts.astype(np.float64)).sizes
     record = spark_record(engine, spec, policy, freq, counts, np.zeros(len(freq), dtype=bool), sizes, None,
-                          input_hash, df, t0, original=df, method=method)
+                          input_hash, df, t0, original=df if original is None else original, method=method)
     return SparkAnonymized(df, record, 0)
 
 

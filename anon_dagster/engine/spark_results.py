@@ -33,10 +33,17 @@ class SparkPseudonymized:
     dropped: list[str] = field(default_factory=list)
     backend: str | None = None
     planned: Any = None  # the mapInArrow query, before it was materialized (what explain() shows)
+    unperturbed: Any = None  # after PRAM, the table before it (:attr:`original`)
 
     @property
     def data(self) -> Any:
         return self.df
+
+    @property
+    def original(self) -> Any:
+        """The table the anonymization's record compares with and hashes: before PRAM, when
+        PRAM changed :attr:`df` (the pandas engine's record reads the table it was given)."""
+        return self.unperturbed if self.unperturbed is not None else self.df
 
     @cached_property
     def summary(self) -> dict[str, Any]:
