@@ -383,8 +383,9 @@ class QuerySpec:
     group_fixed_published: list[np.ndarray] | None = None
     target_published: np.ndarray | None = None
 
-    def codes(self, qis: Sequence[CodedQI]) -> QueryCodes:
-        """The query coded over the original's rows then the published table's."""
+    def codes(self, qis: Sequence[CodedQI], weights: np.ndarray | None = None) -> QueryCodes:
+        """The query coded over the original's rows then the published table's (``weights``: the
+        rows are a frequency table's, row ``i`` standing for ``weights[i]`` rows)."""
         def both(original: np.ndarray, published: np.ndarray | None) -> tuple[np.ndarray, int]:
             codes = np.concatenate([original, original if published is None else published])
             return codes.astype(np.int64, copy=False), int(codes.max()) + 1 if len(codes) else 1
@@ -392,8 +393,8 @@ class QuerySpec:
         published = self.group_fixed_published or [None] * len(self.group_fixed)
         fixed = [both(c, p) for c, p in zip(self.group_fixed, published, strict=True)]
         if self.target_qi is not None:
-            return QueryCodes(qis, self.group_qi, fixed, target_qi=self.target_qi)
-        return QueryCodes(qis, self.group_qi, fixed, target=both(self.target, self.target_published))
+            return QueryCodes(qis, self.group_qi, fixed, target_qi=self.target_qi, weights=weights)
+        return QueryCodes(qis, self.group_qi, fixed, target=both(self.target, self.target_published), weights=weights)
 
 
 class Lattice:
@@ -409,7 +410,7 @@ class Lattice:
         standing for ``weights[i]`` rows of the table (:meth:`from_frequencies`)."""
         self.qis = list(qis)
         self.n_inputs = len(self.qis[0].codes) if self.qis else 0
-        self._row_weights = self._frequency_weights(weights, persons, query)
+        self._row_weights = self._frequency_weights(weights, persons)
         self.q = len(self.qis)
         self.policy = policy
         self.metric = metric
@@ -440,7 +441,7 @@ class Lattice:
         self.infos: dict[int, NodeInfo] = {}
         self._step_cost: list[np.ndarray] | None = None
         self._query_cache: dict[tuple[int, ...], float] = {}
-        self._query_codes = query.codes(self.qis) if query is not None else None
+        self._query_codes = query.codes(self.qis, self._row_weights) if query is not None else None
         self._cache: dict[int, _State] = {}
         self._radix = np.cumprod(self.dims[::-1])[::-1]
         self._radix = np.append(self._radix[1:], 1)
@@ -465,7 +466,8 @@ class Lattice:
                          sensitive: Sequence[CodedSensitive | np.ndarray] = (), metric: str = "entropy",
                          generalized: Sequence[bool] | None = None,
                          persons: pd.Series | np.ndarray | None = None,
-                         whole: Sequence[tuple[CodedQI, int] | None] | None = None) -> Lattice:
+                         whole: Sequence[tuple[CodedQI, int] | None] | None = None,
+                         query: QuerySpec | None = None) -> Lattice:
         """The lattice of a table given by its frequency table at the bottom node.
 
         ``qis`` and ``sensitive`` code the frequency table's rows (one per distinct combination
@@ -473,8 +475,9 @@ class Lattice:
         table's rows each stands for. The search is the one over the rows: the classes of a node
         are rolled up from the bottom with their sizes summed (the search never reads rows beyond
         the bottom's classes), the suppression budget, the metric's per-value counts
-        (:meth:`CodedQI.value_counts`, set here to the weighted counts) and the sensitive
-        histograms count the table's rows. Utility queries need the rows. ``persons`` gives each
+        (:meth:`CodedQI.value_counts`, set here to the weighted counts), the sensitive
+        histograms and a utility query's prevalences (``query``, coded over the frequency rows)
+        count the table's rows. ``persons`` gives each
         frequency row's person (the table then counts rows per person and combination, and a row
         without a person stands for one row, :func:`~anon_dagster.risk.person.split_unlinked`):
         the search targets k per person as over the rows, the persons' keys counting rows.
@@ -489,17 +492,16 @@ class Lattice:
         for q in qis:
             q._counts = np.rint(np.bincount(q.codes, weights=counts.astype(np.float64),
                                             minlength=len(q.uniques))).astype(np.int64)
-        lattice = cls(qis, policy, sensitive, metric, generalized=generalized, weights=counts, persons=persons)
+        lattice = cls(qis, policy, sensitive, metric, query, generalized=generalized, weights=counts,
+                      persons=persons)
         if whole is not None:
             lattice._whole = [w or (q, 0) for q, w in zip(lattice.qis, whole, strict=True)]
         return lattice
 
-    def _frequency_weights(self, weights: np.ndarray | None, persons: object, query: object) -> np.ndarray | None:
+    def _frequency_weights(self, weights: np.ndarray | None, persons: object) -> np.ndarray | None:
         """``weights`` as float64 (what bincount sums), checked against the rows; None for rows."""
         if weights is None:
             return None
-        if query is not None:
-            raise UserError("a frequency table's lattice cannot minimize a utility query: it needs the table's rows")
         if persons is not None and len(persons) == len(weights):
             missing = pd.isna(pd.Series(persons)).to_numpy()
             if (np.asarray(weights)[missing] > 1).any():

@@ -85,11 +85,14 @@ class QueryCodes:
     columns the search does not generalize, over the original's rows then the published
     table's (``2 n`` codes: one coding for both, as ``risk.utility.joint_label_codes`` gives),
     with their number of codes; ``target_qi`` names a target that is itself a generalized QI.
+    ``weights``: the coded rows are a frequency table's, row ``i`` standing for ``weights[i]``
+    rows of the table (both tables' prevalences count those rows, so the error is the rows').
     """
 
     def __init__(self, qis: Sequence[CodedQI], group_qi: Sequence[int],
                  group_fixed: Sequence[tuple[np.ndarray, int]] = (),
-                 target: tuple[np.ndarray, int] | None = None, target_qi: int | None = None):
+                 target: tuple[np.ndarray, int] | None = None, target_qi: int | None = None,
+                 weights: np.ndarray | None = None):
         if (target is None) == (target_qi is None):
             raise ValueError("a query has one target: codes or a QI")
         self.qis = list(qis)
@@ -98,6 +101,7 @@ class QueryCodes:
         self.group_fixed = list(group_fixed)
         self.target = target
         self.target_qi = target_qi
+        self.weights = weights  # a frequency table's rows: row i stands for weights[i] rows
         self._maps: dict[int, tuple[list[np.ndarray], int]] = {}
 
     def qi_maps(self, j: int) -> tuple[list[np.ndarray], int]:
@@ -141,4 +145,7 @@ class QueryCodes:
             value, n_values = self._fixed_column(self.target[0], kept), self.target[1]
         rows = len(value)
         groups, _ = combine_codes(cols, cards, rows)
-        return prevalence_errors(groups, value, self.n, n_values).max_error
+        weights = None
+        if self.weights is not None:
+            weights = np.concatenate([self.weights, self.weights if kept is None else self.weights[kept]])
+        return prevalence_errors(groups, value, self.n, n_values, weights).max_error

@@ -32,9 +32,13 @@ def check_supported(spec: Any) -> None:
             # which the Spark engine's frequency tables of the perturbed table do not hold
             raise UnsupportedOnEngine(f"anonymization.pram of column {column!r}, a partition key or a utility "
                                       "query's group_by", hint="use --engine pandas")
-    if an.utility.startswith("query:"):
-        raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} (a utility query as the search's metric)",
-                                  hint="use entropy, loss, discernibility or aecs, or --engine pandas")
+    if an.utility.startswith("query:") and an.method == "global" and an.pram is not None:
+        query = next((q for q in spec.utility_queries if q.name == an.utility[6:]), None)
+        if query is not None and an.pram.get("column") == query.target:
+            # the search compares the query's answers before and after PRAM, which the frequency
+            # table of the perturbed rows does not hold
+            raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} whose target is the PRAM column",
+                                      hint="use --engine pandas")
     if getattr(spec.policy, "attacks", None) is not None:
         raise UnsupportedOnEngine("policy.attacks (the release's attacks)", hint="use --engine pandas")
     for name in spec.pseudonymized:

@@ -70,6 +70,9 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     if absent:
         raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
     by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
+    metric_query = searched_query(spec, df) if an.method == "global" else None
+    if metric_query is not None:  # the search's metric: its prevalences counted from the table
+        by_query += [*metric_query.group_by, metric_query.target]
     # k per person (global recoding, row suppression): the table counts rows per person too
     linked = linked_by(spec, df) if an.method == "global" and an.suppression == "rows" else []
     bottom_columns = list(dict.fromkeys(needed + by_query + linked))
@@ -96,6 +99,11 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         except DriverLimit as refused:
             if an.method != "global":
                 raise
+            if metric_query is not None:
+                raise UnsupportedOnEngine(
+                    f"anonymization.utility: {an.utility} (a utility query as the search's metric) over a bottom "
+                    f"frequency table larger than max_driver_cells ({refused})",
+                    hint="declare anonymization.min_levels, raise max_driver_cells, or use --engine pandas") from None
             judged, tables = _judged_tables(engine, spec, policy, df, bottom_columns, linked, sens, what, refused)
         else:
             tables = [_table_at(engine, spec, policy, df, {}, floor, bottom_columns, linked, sens, what)]
@@ -108,7 +116,8 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
 
     def run(per_person: bool) -> tuple[_Table, Any, Any, Any]:
-        found = [(t, *_search(t, policy, an, gen, pks, linked if per_person else [], progress)) for t in tables]
+        found = [(t, *_search(t, policy, an, gen, pks, linked if per_person else [], progress, spec))
+                 for t in tables]
         if judged is None:
             t, lattice, result = found[0]
             return t, lattice, result, result.above(t.offsets)
@@ -204,15 +213,33 @@ def _table_at(engine: SparkDriver, spec: Any, policy: Any, source: Any, full: di
     return _Table(floor, raised, source, schema, freq, counts, coded, qis, sens_coded, offsets, carried)
 
 
+def searched_query(spec: Any, df: Any) -> Any:
+    """The utility query the search minimizes (``anonymization.utility: query:<name>``), or None;
+    a DataError naming a column it needs that the data lacks, as on pandas."""
+    utility = spec.anonymization.utility
+    if not utility.startswith("query:"):
+        return None
+    q = next(q for q in spec.utility_queries if q.name == utility[6:])
+    for c in [*q.group_by, q.target]:
+        if c not in df.columns:
+            raise DataError(f"{spec.label}: utility query {q.name!r} needs column {c!r}, missing from the data")
+    return q
+
+
 def _search(table: _Table, policy: Any, an: Any, gen: list[str], pks: list[str], linked: list[str],
-            progress: Any) -> tuple[Any, Any]:
-    """The lattice over ``table`` and its search (k per person with ``linked``)."""
+            progress: Any, spec: Any = None) -> tuple[Any, Any]:
+    """The lattice over ``table`` and its search (k per person with ``linked``); with a utility
+    query as the metric, the query coded over the table's rows (:func:`~anon_dagster.anonymize.
+    global_method.query_spec`, the frequency rows standing for the original and the published
+    rows alike: the method perturbs no column here)."""
+    from ..anonymize.global_method import query_spec
     from ..anonymize.lattice import Lattice
 
     persons = table.freq[PERSON_COLUMN] if linked else None
+    query = query_spec(spec, table.freq, table.freq, gen) if spec is not None else None
     lattice = Lattice.from_frequencies(table.qis, table.counts, policy, table.sens_coded, an.utility,
                                        generalized=[True] * len(gen) + [False] * len(pks), persons=persons,
-                                       whole=table.whole)
+                                       whole=table.whole, query=query)
     return lattice, lattice.search(frontier=an.frontier, progress=progress)
 
 

@@ -100,3 +100,36 @@ def test_persons_on_a_frequency_table_search_as_on_its_rows(adult):
     per_row = Lattice([code_qi(rows[c], hier[c]) for c in qis], policy).search()
     assert per_row.levels != on_rows.levels  # the persons decide the node here: the case is not trivial
 
+
+
+@pytest.mark.parametrize("policy", [Policy(k=10, max_suppression=0.02), Policy(k=25, max_suppression=0.05)])
+def test_a_utility_query_on_a_frequency_table_is_the_rows_error(adult, policy):
+    """The query's prevalences counted from the frequency rows weighted by their counts: the same
+    error at every node the search checks, so the same node, the rows' error, and the same
+    suppressed rows."""
+    from anon_dagster.anonymize.lattice import QuerySpec
+
+    df, hier = adult
+    qis = ["sex", "age", "race", "marital-status"]
+
+    def query(frame: pd.DataFrame) -> QuerySpec:
+        target, _ = pd.factorize(frame["salary-class"])
+        return QuerySpec(group_qi=[0, 2], group_fixed=[], target=target.astype(np.int64))
+
+    metric = "query:by_sex_race"
+    rows = Lattice([code_qi(df[c], hier[c]) for c in qis], policy, metric=metric, query=query(df))
+    on_rows = rows.search()
+    freq = frequency_table(df, qis + ["salary-class"]).sample(frac=1.0, random_state=5).reset_index(drop=True)
+    lattice = Lattice.from_frequencies([code_qi(freq[c], hier[c]) for c in qis], freq["count"].to_numpy(), policy,
+                                       metric=metric, query=query(freq))
+    on_freq = lattice.search()
+    assert on_freq.levels == on_rows.levels and on_freq.best.suppressed == on_rows.best.suppressed
+    assert on_freq.loss == pytest.approx(on_rows.loss, abs=1e-9)
+    # every node's error, suppression included, is the rows' own
+    errors = []
+    for idx in range(lattice.size):
+        _, rows_failing, _ = rows._verdict(rows.state(idx), policy)
+        _, freq_failing, _ = lattice._verdict(lattice.state(idx), policy)
+        errors.append(rows.query_error(idx, rows_failing))
+        assert lattice.query_error(idx, freq_failing) == pytest.approx(errors[-1], abs=1e-9)
+    assert len({round(e, 6) for e in errors}) >= 3  # the nodes' errors differ: the comparison is not of zeros

@@ -88,3 +88,36 @@ def test_anonymize_writes_a_parquet_folder_that_both_engines_measure_alike(tmp_p
         measured[engine] = (code, json.loads(capsys.readouterr().out))
     assert measured["spark"] == measured["pandas"]
     assert measured["spark"][1]["journalist_model"] == "population"
+
+
+QUERIES = {
+    # by a partition key: the error is what the suppressed rows change
+    "by region": ({"name": "q", "group_by": ["region"], "target": "diagnosis"}, 3, 0.05),
+    # and by a column the search does not generalize
+    "by region and severity": ({"name": "q", "group_by": ["region", "severity"], "target": "diagnosis"}, 5, 0.1),
+}
+
+
+@pytest.mark.parametrize("case", list(QUERIES))
+@pytest.mark.parametrize("min_levels", [None, {"age": 1}])
+def test_a_utility_query_as_the_metric_finds_the_pandas_node_and_error(spark_engine, tmp_path, case, min_levels):
+    """The search minimizes the query's error counted from the bottom frequency table (its rows
+    weighted by their counts): the node, the error, the suppressed rows and the published rows of
+    the search over the rows."""
+    query, k, suppression = QUERIES[case]
+    anonymization = {"method": "global", "k": k, "max_suppression": suppression, "utility": "query:q"}
+    if min_levels:
+        anonymization["min_levels"] = min_levels
+    data = discharges(3000, seed=1)
+    data["zip"] = data["zip"].str[:4] + "1"  # few combinations: the frequency rows stand for many rows
+    spec = load_spec(write_release(tmp_path, data=data, anonymization=anonymization,
+                                   policy={"thresholds": {"k": k}}, utility_queries=[query]))
+    pandas, spark, published = both(spark_engine, spec)
+    assert spark.record.utility.metric == pandas.record.utility.metric == "query:q"
+    assert spark.record.levels == pandas.record.levels
+    assert spark.record.search["levels"] == pandas.record.search["levels"]
+    assert spark.record.search["nodes_checked"] > 1
+    assert spark.record.utility.value == pytest.approx(pandas.record.utility.value, abs=1e-9)
+    assert spark.record.utility.queries == pandas.record.utility.queries
+    assert spark.suppressed == pandas.suppressed
+    assert published_rows(published) == published_rows(publishable_view(pandas.data))
