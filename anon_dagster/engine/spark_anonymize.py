@@ -22,9 +22,6 @@ PERSON_PASS = ("mondrian", "none")
 def check_supported(spec: Any) -> None:
     """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
     an = spec.anonymization
-    if an.suppression == "cells" and an.method == "mondrian":
-        raise UnsupportedOnEngine("anonymization.suppression: cells with method: mondrian (cell suppression)",
-                                  hint="use method: global, suppression: rows, or --engine pandas")
     if an.pram is not None:
         column = an.pram.get("column") if isinstance(an.pram, dict) else None
         if column in spec.partition_keys or any(column in q.group_by for q in spec.utility_queries):
