@@ -1,7 +1,7 @@
 """The anonymize step on Spark: what the engine carries out (:func:`check_supported`), the
 method dispatched (global recoding, :mod:`.spark_recoding`; Mondrian, :mod:`.spark_mondrian`;
-MDAV microaggregation, :mod:`.spark_microaggregation`), the person pass after Mondrian and
-``method: none`` when published columns link a person's rows
+MDAV microaggregation, :mod:`.spark_microaggregation`; before it PRAM, :mod:`.spark_pram`), the
+person pass after every method when published columns link a person's rows, as on pandas
 (:func:`~.spark_persons.reach_k_per_person`) and an unreachable policy shown as the pandas pipeline shows it
 (:func:`~anon_dagster.release.anonymize_step.anonymize`)."""
 
@@ -13,10 +13,6 @@ from typing import Any
 from .base import UnsupportedOnEngine
 from .spark_results import SparkAnonymized, SparkPseudonymized
 from .spark_session import SparkDriver
-
-#: the methods after which the Spark engine runs the person pass (k per person reached by
-#: removing the persons below k from the published rows)
-PERSON_PASS = ("mondrian", "none")
 
 
 def check_supported(spec: Any) -> None:
@@ -43,15 +39,6 @@ def check_supported(spec: Any) -> None:
         if how.method.lower() == "token":
             raise UnsupportedOnEngine(f"columns.{name}.pseudonymize.method: token (the token vault)",
                                       hint="use hmac or aes_siv, or --engine pandas")
-        if how.scope != "row" and name in spec.published_columns and an.method not in PERSON_PASS and (
-                an.method != "global" or an.suppression != "rows"):
-            # k per person is reached by the lattice search with global recoding and row
-            # suppression, and by the person pass on the published rows after Mondrian and
-            # ``method: none``; the Spark engine runs neither for the other methods
-            raise UnsupportedOnEngine(
-                f"k per person with method: {an.method}, suppression: {an.suppression} "
-                f"(columns.{name}.pseudonymize.scope: {how.scope} links a person's published rows)",
-                hint="use method: global with suppression: rows, scope: row, or --engine pandas")
 
 
 def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,
@@ -76,8 +63,6 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
             from ..anonymize.record import PramInfo
 
             done = replace(done, record=replace(done.record, pram=PramInfo.from_json(pram, prefix="pram.")))
-        if spec.anonymization.method not in PERSON_PASS:
-            return done
         from .spark_persons import reach_k_per_person
 
         return reach_k_per_person(engine, spec, done, done.record.rows_in)
@@ -131,4 +116,4 @@ def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     return anonymize_global(engine, spec, pseudonymized, progress)
 
 
-__all__ = ["PERSON_PASS", "anonymize", "check_supported"]
+__all__ = ["anonymize", "check_supported"]

@@ -130,16 +130,17 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
 
     # ``found`` names the nodes in the lattice searched, ``search`` in the whole lattice
     table, lattice, found, search = run(bool(linked))
+    per_person = search if linked else None
     if linked and not found.solved:
-        # as the pandas engine: the row-level optimum; when it exists, its persons below k go to
-        # the person pass after the search, which the Spark engine does not run
+        # as the pandas engine: the row-level optimum, its persons below k left to the person
+        # pass after the method (spark_anonymize), which says what it would take
         table, lattice, found, search = run(False)
-        check_solved(spec, policy, search)
-        raise UnsupportedOnEngine(
-            "k per person when no generalization reaches it within the suppression budget (the persons "
-            "below k removed after the search)", hint="raise anonymization.max_suppression, or --engine pandas")
     check_solved(spec, policy, search)
     search_entry = search.to_dict()
+    if per_person is not None and not search.per_person:
+        search_entry["k_per_person"] = False
+        if per_person.closest is not None:
+            search_entry["k_per_person_closest"] = per_person.closest.to_dict(per_person.qis)
     if judged is not None:
         search_entry["judged_on_spark"] = judged.to_json(list(search.qis), gen)
     freq, counts, coded, raised, source, schema = (table.freq, table.counts, table.coded, table.raised,
