@@ -1,4 +1,4 @@
-"""The Spark engine beside the pandas engine, same run: risk figures, the gate and pseudonyms.
+"""The Spark engine beside the pandas engine, same run: risk figures, the gate, pseudonyms, PRAM, the release.
 
 For each size (1,000,000 and 10,000,000 rows by default) a seeded table of discharges is written
 as parquet (row groups of 1M rows), then, on each engine in turn:
@@ -12,6 +12,10 @@ as parquet (row groups of 1M rows), then, on each engine in turn:
   pseudonym asserted equal, and the rate in pseudonyms per second, by wall clock and per
   CPU-second. Timed: pandas' step on the column in memory; Spark's step from the parquet scan to
   the materialized result (the engine computes it once). The comparison is not timed;
+* **pram**: PRAM of the diagnosis (20 values, each kept with probability 0.8, else the next
+  one), the draws asserted equal row for row and the rows changed equal. Timed: pandas'
+  ``apply_pram`` on the column in memory; Spark's from the parquet scan (the diagnosis and the
+  row positions) to the materialized result, the rows ranked in table order on Spark;
 * **release**: the whole release end to end from the parquet file — pseudonymize (HMAC, scope
   release), anonymize (global recoding), the gate, publish — through the stored steps both
   engines offer (``raw_step``, ``pseudonymized_step``, ``anonymized_step``, ``published_step``
@@ -37,7 +41,7 @@ rows run Spark and DuckDB only, the pandas columns say "not run". The machine's 
 is printed: on a shared machine the wall clock also counts time spent waiting for a core.
 
     .venv/bin/python benchmarks/spark.py [--rows 1000000 10000000] [--master local[2]] [--folder DIR]
-        [--steps risk gate pseudonyms release] [--repeats 1] [--skip-pandas-above N]
+        [--steps risk gate pseudonyms pram release] [--repeats 1] [--skip-pandas-above N]
         [--driver-memory 6g] [--max-driver-cells N] [--duckdb-threads N]
 
 ``--repeats`` runs each step that many times per engine and prints the medians (the peaks are
@@ -186,6 +190,36 @@ def keyed_spec(spec):
     return spec.model_copy(update={"columns": {"pid": pid}})
 
 
+def pram_spec(spec):
+    """``spec`` with PRAM of the diagnosis: each value kept with probability 0.8, else the next one."""
+    matrix = {d: {d: 0.8, DIAGNOSES[(i + 1) % len(DIAGNOSES)]: 0.2} for i, d in enumerate(DIAGNOSES)}
+    an = spec.anonymization.model_copy(update={"pram": {"column": "diagnosis", "matrix": matrix}, "seed": 7})
+    return spec.model_copy(update={"anonymization": an})
+
+
+def pram_pandas(spec, frame: pd.DataFrame) -> tuple[pd.Series, int]:
+    """The pandas engine's PRAM of the diagnosis in memory: the new column and the rows changed."""
+    from anon_dagster.anonymize.pram import apply_pram, parse_pram
+
+    return apply_pram(frame["diagnosis"], parse_pram(spec.anonymization.pram), spec.anonymization.seed)
+
+
+def pram_spark(engine: SparkEngine, spec, df):
+    """The Spark engine's PRAM of the diagnosis, materialized, and the record's entry."""
+    from anon_dagster.engine.spark_pram import apply_pram
+
+    return apply_pram(engine, spec, df)
+
+
+def same_pram(left, right, folder: Path) -> bool:
+    """The same draws row for row (Spark's written and read back in source order) and rows changed."""
+    (column, changed), (df, entry) = left, right
+    target = folder / "pram"
+    df.select(ROW_COLUMN, "diagnosis").write.mode("overwrite").parquet(str(target))
+    drawn = pq.read_table(target).sort_by(ROW_COLUMN)["diagnosis"].to_pylist()
+    return entry["rows_changed"] == changed and drawn == column.tolist()
+
+
 def folders(folder: Path, label: str) -> Iterator[Path]:
     """``folder/release/<label>-1``, ``-2``, ...: a new folder for each run of the release (those
     of earlier invocations skipped)."""
@@ -198,7 +232,7 @@ def released(engine: object, data: Path, targets: Iterator[Path], keystore: obje
     return release(engine, lambda at: spec_file(at, data, scope="release"), next(targets), keystore)
 
 
-STEPS = ("risk", "gate", "pseudonyms", "release")
+STEPS = ("risk", "gate", "pseudonyms", "pram", "release")
 NOT_RUN = "not run"
 
 
@@ -265,6 +299,13 @@ def main() -> None:
             steps.append(("pseudonyms (hmac)", partial(pseudonyms_pandas, keyed, frame, keystore),
                           partial(pseudonyms_spark, engine, keyed, ingested, keystore),
                           lambda left, right: pandas_pseudonyms(left).equals(spark_pseudonyms(right, folder))))
+        if "pram" in args.steps:
+            perturbed = pram_spec(spec)
+            frame = read_table(path)[["diagnosis"]] if with_pandas else None
+            positioned = read_parquet(engine.spark, path).select("diagnosis", ROW_COLUMN)
+            steps.append(("PRAM (diagnosis)", partial(pram_pandas, perturbed, frame),
+                          partial(pram_spark, engine, perturbed, positioned),
+                          lambda left, right: same_pram(left, right, folder)))
         if "release" in args.steps:
             steps.append(("release (end to end)",
                           partial(released, pipeline_engine(), path, folders(folder, f"{rows}-pandas"), keystore),

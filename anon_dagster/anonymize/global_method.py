@@ -21,17 +21,26 @@ from .outcome import NoSolution
 from .record import PersonSuppression, breakdown
 
 
-def query_spec(spec, df: pd.DataFrame, work: pd.DataFrame, gen: list[str]) -> QuerySpec | None:
-    """The utility query the search minimizes, coded as the gate compares ``df`` (the original)
-    with the published table: by label, columns the search does not generalize coded over both
-    (``work`` differs from ``df`` by PRAM)."""
+def searched_query(spec, columns=None):
+    """The utility query the search minimizes (``anonymization.utility: query:<name>``), or None;
+    with ``columns`` (the data's), a DataError naming a column it needs that they lack."""
     utility = spec.anonymization.utility
     if not utility.startswith("query:"):
         return None
     q = next(q for q in spec.utility_queries if q.name == utility[6:])
-    for c in [*q.group_by, q.target]:
-        if c not in work.columns:
+    for c in [*q.group_by, q.target] if columns is not None else []:
+        if c not in columns:
             raise DataError(f"{spec.label}: utility query {q.name!r} needs column {c!r}, missing from the data")
+    return q
+
+
+def query_spec(spec, df: pd.DataFrame, work: pd.DataFrame, gen: list[str]) -> QuerySpec | None:
+    """The utility query the search minimizes, coded as the gate compares ``df`` (the original)
+    with the published table: by label, columns the search does not generalize coded over both
+    (``work`` differs from ``df`` by PRAM)."""
+    q = searched_query(spec, work.columns)
+    if q is None:
+        return None
     n = len(df)
 
     def both(c: str) -> tuple[np.ndarray, np.ndarray]:

@@ -25,8 +25,10 @@ def check_supported(spec: Any) -> None:
             # which the Spark engine's frequency tables of the perturbed table do not hold
             raise UnsupportedOnEngine(f"anonymization.pram of column {column!r}, a partition key or a utility "
                                       "query's group_by", hint="use --engine pandas")
-    if an.utility.startswith("query:") and an.method == "global" and an.pram is not None:
-        query = next((q for q in spec.utility_queries if q.name == an.utility[6:]), None)
+    if an.method == "global" and an.pram is not None:
+        from ..anonymize.global_method import searched_query
+
+        query = searched_query(spec)
         if query is not None and an.pram.get("column") == query.target:
             # the search compares the query's answers before and after PRAM, which the frequency
             # table of the perturbed rows does not hold

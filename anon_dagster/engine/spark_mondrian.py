@@ -136,7 +136,8 @@ def anonymize_mondrian(engine: SparkDriver, spec: Any, pseudonymized: SparkPseud
     n = int(counts.sum())
     input_hash = engine.digest(original)
     if n == 0:
-        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "mondrian", original=original)
+        return record_only(engine, spec, policy, df, freq, counts, input_hash, t0, "mondrian",
+                           original=original)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
 

@@ -56,7 +56,7 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     lattice's nodes judged on Spark (:mod:`.spark_node_judging`): the search runs over the
     sub-lattices whose tables fit, and chooses the node the search over the rows chooses."""
     from ..anonymize.criteria import Policy
-    from ..anonymize.global_method import check_solved, minimum_levels
+    from ..anonymize.global_method import check_solved, minimum_levels, searched_query
 
     t0 = time.perf_counter()
     df = pseudonymized.df
@@ -70,7 +70,7 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     if absent:
         raise DataError(f"{spec.label}: column {absent[0]!r} is declared but missing from the data")
     by_query = [c for q in spec.utility_queries for c in q.group_by if c in df.columns]
-    metric_query = searched_query(spec, df) if an.method == "global" else None
+    metric_query = searched_query(spec, df.columns) if an.method == "global" else None
     if metric_query is not None:  # the search's metric: its prevalences counted from the table
         by_query += [*metric_query.group_by, metric_query.target]
     # k per person (global recoding, row suppression): the table counts rows per person too
@@ -111,7 +111,8 @@ def anonymize_global(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudon
     n = int(first.counts.sum())
     input_hash = engine.digest(original)
     if an.method == "none" or n == 0:
-        return record_only(engine, spec, policy, df, first.freq, first.counts, input_hash, t0, an.method, original=original)
+        return record_only(engine, spec, policy, df, first.freq, first.counts, input_hash, t0, an.method,
+                           original=original)
     if policy.k > n:
         raise DataError(f"{spec.label}: k={policy.k} is larger than the table ({n} rows): no class can reach it")
 
@@ -212,19 +213,6 @@ def _table_at(engine: SparkDriver, spec: Any, policy: Any, source: Any, full: di
     offsets = [floor.get(c, 0) for c in gen] + [0] * len(pks)
     carried = ([(full[c], raised[c]) if c in raised else None for c in gen] + [None] * len(pks)) if whole else None
     return _Table(floor, raised, source, schema, freq, counts, coded, qis, sens_coded, offsets, carried)
-
-
-def searched_query(spec: Any, df: Any) -> Any:
-    """The utility query the search minimizes (``anonymization.utility: query:<name>``), or None;
-    a DataError naming a column it needs that the data lacks, as on pandas."""
-    utility = spec.anonymization.utility
-    if not utility.startswith("query:"):
-        return None
-    q = next(q for q in spec.utility_queries if q.name == utility[6:])
-    for c in [*q.group_by, q.target]:
-        if c not in df.columns:
-            raise DataError(f"{spec.label}: utility query {q.name!r} needs column {c!r}, missing from the data")
-    return q
 
 
 def _search(table: _Table, policy: Any, an: Any, gen: list[str], pks: list[str], linked: list[str],

@@ -10,24 +10,9 @@ import yaml
 from dagster import AssetKey, DagsterInstance, Definitions, asset
 from dagster_duckdb_pandas import DuckDBPandasIOManager
 
-from tests.support.releases import check_evaluations, load, materialized, run, write_release
+from tests.support.releases import check_evaluations, load, materialized, run, visits, write_release
 
 UPSTREAM = AssetKey(["warehouse", "visits"])
-
-
-def visits() -> pd.DataFrame:
-    """Classes of 4 over (age, sex, region) in both years; two diagnoses per class in 2023 (l = 2),
-    one in 2024 (l = 1): with l_distinct 2, 2023 is published and 2024 refused, whatever is generalized."""
-    rows = []
-    for year, diagnoses in ((2023, ["A10", "B20"]), (2024, ["A10"])):
-        for age in (30, 42):
-            for sex in ("F", "M"):
-                for region in ("North", "South"):
-                    for j in range(4):
-                        rows.append({"pid": f"PID{year}{len(rows):04d}", "name": f"Name {len(rows)}", "age": age,
-                                     "sex": sex, "region": region, "visit_date": f"{year}-06-01",
-                                     "diagnosis": diagnoses[j % len(diagnoses)]})
-    return pd.DataFrame(rows)
 
 
 def project(env, upstream_value=None) -> tuple[Definitions, str]:

@@ -158,7 +158,8 @@ def test_person_pass_alike(spark_engine, tmp_path_factory, seed, k, persons, bud
     method, suppression = method
     rng = np.random.default_rng(seed)
     # MDAV needs a numeric QI without missing values
-    profiles = [(20.0,), (40.0,), (20.0, 40.0), (52.0, 52.0), (20.0, 52.0 if method == "microaggregation" else np.nan)]
+    last = 52.0 if method == "microaggregation" else np.nan
+    profiles = [(20.0,), (40.0,), (20.0, 40.0), (52.0, 52.0), (20.0, last)]
     pid, ages = [], []
     for p in range(persons):
         for age in profiles[rng.integers(0, len(profiles))]:

@@ -15,32 +15,18 @@ from anon_dagster.dagster.resources import EngineResource
 from anon_dagster.release import evaluation_memo
 from anon_dagster.release.step_storage import SPARK_NOTE
 from tests.support.ledgers import env_ledger
-from tests.support.releases import check_evaluations, run, write_release
+from tests.support.releases import check_evaluations, run, visits, write_release
 
 pytestmark = pytest.mark.usefixtures("master_key")
 
 UPSTREAM = AssetKey(["warehouse", "visits"])
 
 
-def visits() -> pd.DataFrame:
-    """Classes of 4 over (age, sex, region) in both years; two diagnoses per class in 2023
-    (l = 2), one in 2024 (l = 1): with l_distinct 2, 2023 is published and 2024 refused."""
-    rows = []
-    for year, diagnoses in ((2023, ["A10", "B20"]), (2024, ["A10"])):
-        for age in (30, 42):
-            for sex in ("F", "M"):
-                for region in ("North", "South"):
-                    for j in range(4):
-                        rows.append({"pid": f"PID{year}{len(rows):04d}", "name": f"Name {len(rows)}", "age": age,
-                                     "sex": sex, "region": region, "visit_date": pd.Timestamp(f"{year}-06-01"),
-                                     "diagnosis": diagnoses[j % len(diagnoses)]})
-    return pd.DataFrame(rows)
-
-
 def project(root, engine: EngineResource | None) -> Definitions:
     """The release ``tiny`` reading ``warehouse/visits`` (a DuckDB table of the project) on ``engine``."""
     root.mkdir(parents=True)
-    spec_path = write_release(root, thresholds={"k": 2, "l_distinct": 2}, max_suppression=0.0, data=visits())
+    spec_path = write_release(root, thresholds={"k": 2, "l_distinct": 2}, max_suppression=0.0,
+                              data=visits(timestamps=True))
     spec = yaml.safe_load(spec_path.read_text())
     spec["source"] = {"asset": "warehouse/visits"}
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -48,7 +34,7 @@ def project(root, engine: EngineResource | None) -> Definitions:
 
     @asset(key=UPSTREAM, io_manager_key="warehouse")
     def upstream() -> pd.DataFrame:
-        return visits()
+        return visits(timestamps=True)
 
     release = AnonReleaseComponent(specs=[str(spec_path)], storage_dir=str(root / "state" / "storage"),
                                    ledger_path=str(root / "state" / "ledger.sqlite"))

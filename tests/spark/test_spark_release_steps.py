@@ -134,7 +134,8 @@ def test_a_spark_asset_holding_another_partitions_rows_is_refused_when_it_is_the
     store = open_keystore()
     with pytest.raises(DataError, match=r"the Dagster asset 'warehouse/discharges': \d+ rows fall outside "
                                         r"partition '2023'"):
-        engine_steps.raw_step(spark_engine, spec, "2023", table=spark_engine.spark.read.parquet(str(tmp_path / "data" / "tiny.parquet")),
+        engine_steps.raw_step(spark_engine, spec, "2023",
+                              table=spark_engine.spark.read.parquet(str(tmp_path / "data" / "tiny.parquet")),
                               table_partitioned=lambda: True, keystore=lambda: store,
                               storage=lambda: tmp_path / "storage")
     assert not (tmp_path / "storage").exists() or not any((tmp_path / "storage").rglob("*.parquet"))

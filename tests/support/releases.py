@@ -107,3 +107,21 @@ def refused(materialization) -> bool:
     """Whether a materialization is a refused publication's outcome."""
     outcome = materialization.metadata.get("outcome")
     return outcome is not None and outcome.value == "refused"
+
+
+def visits(*, timestamps: bool = False) -> pd.DataFrame:
+    """A project's visits table: classes of 4 over (age, sex, region) in both years; two diagnoses
+    per class in 2023 (l = 2), one in 2024 (l = 1): with l_distinct 2, 2023 is published and 2024
+    refused, whatever is generalized. ``timestamps``: visit dates as timestamps, not text."""
+    rows = []
+    for year, diagnoses in ((2023, ["A10", "B20"]), (2024, ["A10"])):
+        for age in (30, 42):
+            for sex in ("F", "M"):
+                for region in ("North", "South"):
+                    for j in range(4):
+                        date = f"{year}-06-01"
+                        rows.append({"pid": f"PID{year}{len(rows):04d}", "name": f"Name {len(rows)}", "age": age,
+                                     "sex": sex, "region": region,
+                                     "visit_date": pd.Timestamp(date) if timestamps else date,
+                                     "diagnosis": diagnoses[j % len(diagnoses)]})
+    return pd.DataFrame(rows)
