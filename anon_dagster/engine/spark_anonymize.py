@@ -19,19 +19,17 @@ def check_supported(spec: Any) -> None:
     """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
     an = spec.anonymization
     if an.pram is not None:
+        from ..anonymize.global_method import searched_query
+
         column = an.pram.get("column") if isinstance(an.pram, dict) else None
         if column in spec.partition_keys or any(column in q.group_by for q in spec.utility_queries):
             # the record breaks the suppressed rows down by these columns' values before PRAM,
             # which the Spark engine's frequency tables of the perturbed table do not hold
             raise UnsupportedOnEngine(f"anonymization.pram of column {column!r}, a partition key or a utility "
                                       "query's group_by", hint="use --engine pandas")
-    if an.method == "global" and an.pram is not None:
-        from ..anonymize.global_method import searched_query
-
-        query = searched_query(spec)
-        if query is not None and an.pram.get("column") == query.target:
-            # the search compares the query's answers before and after PRAM, which the frequency
-            # table of the perturbed rows does not hold
+        query = searched_query(spec) if an.method == "global" else None
+        if query is not None and column == query.target:
+            # the search compares the query's answers before and after PRAM, likewise
             raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} whose target is the PRAM column",
                                       hint="use --engine pandas")
     if getattr(spec.policy, "attacks", None) is not None:
@@ -77,6 +75,7 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     if unreachable is None:
         return done
     return replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
+
 
 def _perturbed_once(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized) -> Any:
     """A function giving the table the method anonymizes and the record's ``pram`` entry: with
