@@ -93,6 +93,44 @@ def parse_pram(raw: dict[str, Any], file: str = "<spec>") -> PramSpec:
     return PramSpec(str(column), tuple(values), m)
 
 
+def cumulative_rows(pram: PramSpec) -> np.ndarray:
+    """The matrix's rows summed cumulatively, the last column set just above 1: a uniform draw u
+    of a row of value i becomes the first output w with u < cumulative[i][w] (rounding never
+    pushes a draw past the last value)."""
+    cumulative = np.cumsum(pram.matrix, axis=1)
+    cumulative[:, -1] = 1.0 + 1e-12
+    return cumulative
+
+
+def refuse_unknown(pram: PramSpec, labels: list[str]) -> None:
+    """Raise DataError naming the first of ``labels`` (the column's present labels, in table
+    order) that has no row in the matrix, and how many are uncovered."""
+    index = set(pram.values)
+    unknown = list(dict.fromkeys(v for v in labels if v not in index))
+    if unknown:
+        raise DataError(f"column {pram.column!r}: value {unknown[0]!r} has no row in the PRAM matrix"
+                        + (f" ({len(unknown)} values uncovered)" if len(unknown) > 1 else ""))
+
+
+def redrawn(codes: np.ndarray, cumulative: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Each row's new matrix row: ``codes`` (-1 missing, kept) drawn by the uniforms ``u``."""
+    new = codes.copy()
+    for i in range(len(cumulative)):
+        rows = np.flatnonzero(codes == i)
+        if len(rows):
+            new[rows] = np.searchsorted(cumulative[i], u[rows], side="right")
+    return new
+
+
+def published_values(pram: PramSpec, values: list[object], labels: list[str]) -> list[object]:
+    """The value published for each row of the matrix: the first of ``values`` (the column's
+    present values in table order, ``labels`` theirs) holding its label, else the label."""
+    first: dict[str, object] = {}
+    for value, label in zip(values, labels, strict=True):
+        first.setdefault(label, value)
+    return [first.get(v, v) for v in pram.values]
+
+
 def apply_pram(series: pd.Series, pram: PramSpec, seed: int) -> tuple[pd.Series, int]:
     """The column after PRAM, and the number of rows whose value changed.
 
@@ -100,31 +138,14 @@ def apply_pram(series: pd.Series, pram: PramSpec, seed: int) -> tuple[pd.Series,
     keeps the input's type, others are published as their label. Raises DataError naming a
     value with no row in the matrix.
     """
-    labels = np.array([_as_label(v) if not pd.isna(v) else None for v in series.to_numpy(dtype=object)],
-                      dtype=object)
+    raw = series.to_numpy(dtype=object)
+    labels = np.array([_as_label(v) if not pd.isna(v) else None for v in raw], dtype=object)
+    present = pd.notna(labels)
+    refuse_unknown(pram, list(pd.unique(labels[present])))
     index = {v: i for i, v in enumerate(pram.values)}
-    present = pd.unique(labels[pd.notna(labels)])
-    unknown = [v for v in present if v not in index]
-    if unknown:
-        raise DataError(
-            f"column {pram.column!r}: value {unknown[0]!r} has no row in the PRAM matrix"
-            + (f" ({len(unknown)} values uncovered)" if len(unknown) > 1 else "")
-        )
-    rng = np.random.default_rng(seed)
     codes = np.array([index[v] if v is not None else -1 for v in labels], dtype=np.int64)
-    u = rng.random(len(codes))
-    cum = np.cumsum(pram.matrix, axis=1)
-    cum[:, -1] = 1.0 + 1e-12  # rounding must never push a draw past the last value
-    new = codes.copy()
-    for i in range(len(pram.values)):
-        rows = np.flatnonzero(codes == i)
-        if len(rows):
-            new[rows] = np.searchsorted(cum[i], u[rows], side="right")
-    back: dict[str, object] = {}
-    for raw, lab in zip(series.to_numpy(dtype=object), labels, strict=True):
-        if lab is not None and lab not in back:
-            back[lab] = raw
-    out_values = np.array([back.get(v, v) for v in pram.values], dtype=object)
+    new = redrawn(codes, cumulative_rows(pram), np.random.default_rng(seed).random(len(codes)))
+    out_values = np.array(published_values(pram, list(raw[present]), list(labels[present])), dtype=object)
     out = series.astype(object).copy()
     mask = codes >= 0
     out[mask] = out_values[new[mask]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..errors import DataError
 from .base import UnsupportedOnEngine
 from .spark_results import SparkAnonymized, SparkPseudonymized
 from .spark_session import SparkDriver
@@ -54,10 +55,12 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     # the record hashes the input: global recoding counts the bottom table's size over the same
     # rows first, and the digest rides on that aggregation
     engine.wants_digest(pseudonymized.df)
-    perturbed = _perturbed_once(engine, spec, pseudonymized)
+    perturbed = _perturbed(engine, spec, pseudonymized)
 
     def run(which: Any) -> SparkAnonymized:
-        given, pram = perturbed()  # inside: a PRAM the data refuses is an unreachable policy, as on pandas
+        if isinstance(perturbed, DataError):  # inside: a PRAM the data refuses is an unreachable policy
+            raise perturbed
+        given, pram = perturbed
         done = _dispatch(engine, which, given, progress)
         if pram is not None:
             from ..anonymize.record import PramInfo
@@ -77,29 +80,21 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     return replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
 
 
-def _perturbed_once(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized) -> Any:
-    """A function giving the table the method anonymizes and the record's ``pram`` entry: with
-    ``anonymization.pram`` the table after PRAM (:mod:`.spark_pram`, computed once however often
-    it is asked for; an error raised again each time), the table before it kept as the
-    ``original`` the record compares with; else the table as it is and None."""
+def _perturbed(engine: SparkDriver, spec: Any,
+               pseudonymized: SparkPseudonymized) -> tuple[SparkPseudonymized, dict[str, Any] | None] | DataError:
+    """The table the method anonymizes and the record's ``pram`` entry: with ``anonymization.pram``
+    the table after PRAM (:mod:`.spark_pram`), the table before it kept as the ``original`` the
+    record compares with, or the DataError of a PRAM the data refuses (raised by each attempt of
+    the policy, as on pandas); else the table as it is and None."""
     if spec.anonymization.pram is None:
-        return lambda: (pseudonymized, None)
-    done: list[Any] = []
+        return pseudonymized, None
+    from .spark_pram import apply_pram
 
-    def perturbed() -> tuple[SparkPseudonymized, dict[str, Any]]:
-        if not done:
-            from .spark_pram import apply_pram
-
-            try:
-                work, entry = apply_pram(engine, spec, pseudonymized.df)
-                done.append((replace(pseudonymized, df=work, unperturbed=pseudonymized.df), entry))
-            except Exception as exc:  # noqa: BLE001 - raised again, as itself, whenever asked
-                done.append(exc)
-        if isinstance(done[0], Exception):
-            raise done[0]
-        return done[0]
-
-    return perturbed
+    try:
+        work, entry = apply_pram(engine, spec, pseudonymized.df)
+    except DataError as exc:
+        return exc
+    return replace(pseudonymized, df=work, unperturbed=pseudonymized.df), entry
 
 
 def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any) -> SparkAnonymized:

@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..anonymize.pram import cumulative_rows, parse_pram, published_values, redrawn, refuse_unknown
 from ..errors import DataError
 from .spark_frames import ROW_COLUMN
 
@@ -70,12 +72,7 @@ class PramDraw:
         values = batch.column(index)
         codes = self.codes(values)
         ranks = batch.column(batch.schema.get_field_index(RANK_COLUMN)).to_numpy(zero_copy_only=False)
-        u = draws_at(self.seed, ranks.astype(np.int64))
-        new = codes.copy()
-        for i in range(len(self.cumulative)):
-            rows = np.flatnonzero(codes == i)
-            if len(rows):
-                new[rows] = np.searchsorted(self.cumulative[i], u[rows], side="right")
+        new = redrawn(codes, self.cumulative, draws_at(self.seed, ranks.astype(np.int64)))
         present = codes >= 0
         drawn = pc.take(self.outputs.cast(values.type), pa.array(np.maximum(new, 0)))
         out = pc.if_else(pa.array(present), drawn, values)
@@ -143,7 +140,6 @@ def apply_pram(engine: Any, spec: Any, df: Any) -> tuple[Any, dict[str, Any]]:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from ..anonymize.pram import parse_pram
     from ..hierarchies import _as_label
     from .base import UnsupportedOnEngine
     from .spark_frames import FIRST_COLUMN
@@ -156,26 +152,19 @@ def apply_pram(engine: Any, spec: Any, df: Any) -> tuple[Any, dict[str, Any]]:
     freq, schema = engine.frequencies(df, [pram.column], first_row=True,
                                       what=f"the distinct values of PRAM column {pram.column!r}")
     kind = schema.field(pram.column).type
-    raw = [v for v in freq.sort_values(FIRST_COLUMN, kind="stable")[pram.column].tolist() if not _missing(v)]
+    # the distinct values in table order, as the pandas engine meets them
+    raw = [v for v in freq.sort_values(FIRST_COLUMN, kind="stable")[pram.column].tolist() if not pd.isna(v)]
     labels = [_as_label(v) for v in raw]
+    refuse_unknown(pram, labels)
     index = {v: i for i, v in enumerate(pram.values)}
-    unknown = list(dict.fromkeys(v for v in labels if v not in index))
-    if unknown:  # as the pandas engine says it
-        raise DataError(f"column {pram.column!r}: value {unknown[0]!r} has no row in the PRAM matrix"
-                        + (f" ({len(unknown)} values uncovered)" if len(unknown) > 1 else ""))
-    first: dict[str, object] = {}
-    for value, label in zip(raw, labels, strict=True):
-        first.setdefault(label, value)
     try:
-        outputs = pa.array([first.get(v, v) for v in pram.values], type=kind)
+        outputs = pa.array(published_values(pram, raw, labels), type=kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         raise UnsupportedOnEngine(f"anonymization.pram of column {pram.column!r} ({kind}) with an output value "
                                   "the column never holds", hint="the value would change the column's type: "
                                   "store the column as text, or use --engine pandas") from None
-    cumulative = np.cumsum(pram.matrix, axis=1)
-    cumulative[:, -1] = 1.0 + 1e-12  # as apply_pram: rounding never pushes a draw past the last value
     draw = PramDraw(pram.column, pa.array(raw, type=kind), np.array([index[v] for v in labels], dtype=np.int64),
-                    outputs, cumulative, int(an.seed))
+                    outputs, cumulative_rows(pram), int(an.seed))
     positioned = ranked(engine, df)
     fields = [f for f in positioned.schema.fields if f.name != RANK_COLUMN]
     out = positioned.mapInArrow(pram_batches(draw), T.StructType([*fields, T.StructField(
@@ -183,12 +172,6 @@ def apply_pram(engine: Any, spec: Any, df: Any) -> tuple[Any, dict[str, Any]]:
     out = executor_errors(lambda: out.localCheckpoint(eager=True))
     changed = out.agg(F.sum(F.col(CHANGED_COLUMN).cast("long"))).collect()[0][0] or 0
     return out.drop(CHANGED_COLUMN), {**pram.to_dict(), "rows_changed": int(changed), "seed": an.seed}
-
-
-def _missing(value: object) -> bool:
-    import pandas as pd
-
-    return value is None or bool(pd.isna(value))
 
 
 __all__ = ["CHANGED_COLUMN", "RANK_COLUMN", "PramDraw", "apply_pram", "draws_at", "pram_batches", "ranked"]
