@@ -15,7 +15,7 @@ UTC. Integers (a parquet ``20240105``) are read as their digits.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 
 import numpy as np
@@ -88,6 +88,23 @@ def parse_dates(values: pd.Series | Sequence[object] | np.ndarray, column: str, 
     codes, uniques = pd.factorize(text, use_na_sentinel=True)
     present = codes >= 0
     distinct = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+    counts = np.bincount(codes[present], minlength=len(distinct))
+    first_rows = np.full(len(distinct), len(codes), dtype=np.int64)
+    np.minimum.at(first_rows, codes[present], np.flatnonzero(present))
+    parsed = parse_distinct_dates(distinct, counts, lambda i: int(first_rows[i]) + 1, column, fmt,
+                                  where=where, format_key=format_key, show_value=show_value, rows=rows)
+    table = np.append(parsed.to_numpy(dtype="datetime64[ns]"), np.datetime64("NaT", "ns"))
+    return pd.Series(table[codes], index=series.index)  # code -1 (missing) takes the NaT
+
+
+def parse_distinct_dates(distinct: pd.Series, counts: Sequence[int] | np.ndarray, row_of: Callable[[int], int],
+                         column: str, fmt: str | None, *, where: str = "", format_key: str = "the column's format",
+                         show_value: bool = True, rows: bool = True) -> pd.Series:
+    """The distinct texts of a column (stripped, none missing, in the order of their first rows)
+    read with one format, as :func:`parse_dates` reads the column: the declared ``fmt``, else
+    the one of :data:`CANDIDATES` that reads every text. ``counts`` are the rows holding each
+    text and ``row_of(i)`` the (1-based) row of text ``i``'s first row, asked for only when
+    the first text not read is named. Raises DataError as :func:`parse_dates` does."""
     declared = fmt is not None
     if fmt is None:
         fmt, parsed = _infer(distinct, column, where, format_key, show_value)
@@ -95,21 +112,19 @@ def parse_dates(values: pd.Series | Sequence[object] | np.ndarray, column: str, 
         parsed = _parse(distinct, fmt)
     bad = parsed.isna().to_numpy()
     if bad.any():
-        unread = present & bad[np.where(present, codes, 0)]
-        first = int(np.flatnonzero(unread)[0])
-        shown = f" {text.iloc[first]!r}" if show_value else ""
+        first = int(np.flatnonzero(bad)[0])  # texts in the order of their first rows
+        shown = f" {distinct.iloc[first]!r}" if show_value else ""
         if declared:
             how = f"in the declared format {fmt!r}"
         elif fmt is None:
             how = f"in any format tried ({TRIED}, with or without a time)"
         else:
             how = f"in format {_shown(fmt)!r}, the one that reads most of the column"
-        row = f", row {first + 1}" if rows else ""
+        row = f", row {row_of(first)}" if rows else ""
         raise DataError(f"{where}column {column!r}{row}: value{shown} is not a date {how} "
-                        f"({int(unread.sum())} such {'rows' if rows else 'values'})"
+                        f"({int(np.asarray(counts)[bad].sum())} such {'rows' if rows else 'values'})"
                         + ("" if declared else f"; declare {format_key}"))
-    table = np.append(parsed.to_numpy(dtype="datetime64[ns]"), np.datetime64("NaT", "ns"))
-    return pd.Series(table[codes], index=series.index)  # code -1 (missing) takes the NaT
+    return parsed
 
 
 def _naive(dates: pd.Series) -> pd.Series:

@@ -38,7 +38,14 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
 
     from ..io import table_format
     from ..objectstore import ObjectPath
-    from ..partitions import check_partition, partition_window, source_path, text_columns
+    from ..partitions import (
+        check_partition,
+        partition_format,
+        partition_window,
+        source_path,
+        text_columns,
+    )
+    from .spark_dates import in_window, read_text_dates, stored_as_text
     from .spark_sources import content_positions, read_catalog_table, read_delta
 
     check_partition(spec, partition)
@@ -79,24 +86,25 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
             raise DataError(f"{path}: identifier column {name!r} is stored as {kind}: store identifiers "
                             "as text or integers")
         df = df.withColumn(name, F.col(f"`{name}`").cast("string"))
-    for name, column in spec.columns.items():
-        from ..spec import DateSpec
-
-        if isinstance(column.hierarchy, DateSpec) and types.get(name) == "string":
-            raise UnsupportedOnEngine(f"dates stored as text (column {name!r})",
-                                      hint="store them as parquet dates or timestamps, or use --engine pandas")
+    check_text_dates(engine, spec, df, str(path))
+    text_partition = None
     if partition is not None and spec.partitions is not None:
         column = spec.partitions.column
         if column not in types:
             raise DataError(f"{path}: partition column {column!r} is missing from the data")
-        if not (types[column].startswith("timestamp") or types[column] == "date"):
-            raise UnsupportedOnEngine(f"a partition column stored as {types[column]} ({column!r})",
-                                      hint="store it as a parquet date or timestamp, or use --engine pandas")
+        if stored_as_text(df, column):  # read as the pandas engine reads it, over the whole table
+            declared = spec.columns.get(column)
+            text_partition = read_text_dates(engine, df, column, partition_format(spec), source=str(path),
+                                             format_key="partitions.format",
+                                             show_value=declared is None or declared.role != "identifier")
         start, end = partition_window(spec, partition)
-        kind = types[column]
-        lo = F.lit(start.to_pydatetime()).cast(kind)
-        hi = F.lit(end.to_pydatetime()).cast(kind)
-        inside = df.filter((F.col(f"`{column}`") >= lo) & (F.col(f"`{column}`") < hi))
+        if text_partition is not None:
+            inside = in_window(engine, df, text_partition, start, end)
+        else:
+            kind = types[column]
+            lo = F.lit(start.to_pydatetime()).cast(kind)
+            hi = F.lit(end.to_pydatetime()).cast(kind)
+            inside = df.filter((F.col(f"`{column}`") >= lo) & (F.col(f"`{column}`") < hi))
         if one_partition or (input_path is None and frame is None and "{partition}" in (spec.source.path or "")):
             total, kept = df.count(), inside.count()
             if kept < total:
@@ -108,16 +116,34 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         df = content_positions(df)
     return df, path
 
+def check_text_dates(engine: SparkDriver, spec: Any, df: Any, source: str) -> None:
+    """Every date-hierarchy column stored as text or integers read with one format over the whole
+    table, as :func:`~anon_dagster.partitions.check_date_columns` reads it (the partition column:
+    by the partition's window); a column of dates or timestamps is used as it is."""
+    from ..spec import DateSpec, build_hierarchy
+    from .spark_dates import read_text_dates, stored_as_text
+
+    for name, column in spec.columns.items():
+        if not isinstance(column.hierarchy, DateSpec) or name not in df.columns:
+            continue
+        if spec.partitions is not None and name == spec.partitions.column:
+            continue
+        if stored_as_text(df, name):
+            hierarchy = build_hierarchy(spec, name)
+            read_text_dates(engine, df, name, hierarchy.format, source=source, format_key=hierarchy.format_key)
+
+
 def check_data(engine: SparkDriver, spec: Any, df: Any, source: str) -> None:
     """:func:`~anon_dagster.spec.check_data` on what it reads: the columns, and the distinct
-    values of each column with a hierarchy (collected, one frequency table per column)."""
+    values of each column with a hierarchy (collected, one frequency table per column, in the
+    order of their first rows)."""
     from ..spec import check_data
 
     values: dict[str, pd.Series] = {}
     for name in spec.hierarchies:
-        if name in df.columns:
-            freq, _ = engine.frequencies(df, [name], first_row=False,
-                                       what=f"the distinct values of column {name!r}")
+        if name in df.columns:  # in the order of their first rows: an error names the value pandas names
+            freq, _ = engine.frequencies(df, [name], first_row=ROW_COLUMN in df.columns,
+                                         what=f"the distinct values of column {name!r}")
             values[name] = freq[name]
     length = max([len(v) for v in values.values()] + [1])
     frame = {}
@@ -283,4 +309,4 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
     return SparkPseudonymized(out, summaries, dropped, backend, planned)
 
 
-__all__ = ["asset_rows", "check_data", "ingest", "is_spark_frame", "pseudonymize", "read", "write_private_parquet"]
+__all__ = ["asset_rows", "check_data", "check_text_dates", "ingest", "is_spark_frame", "pseudonymize", "read", "write_private_parquet"]
