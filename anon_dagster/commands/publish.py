@@ -4,6 +4,9 @@ The whole release outside Dagster (:func:`~anon_dagster.release.publish_partitio
 the gate, then the publication when every blocking check passes and, with
 ``approval.required``, once the evaluation is approved.
 
+``--engine spark`` (``--spark-master``, default ``local[2]``) takes the rows through the same
+gate and protocol on Spark (docs/scale.md).
+
 Exit status: 0 published (or already published: the same data in place), 1 refused (by a
 check, a rejection or the target), 3 awaiting approval (the line printed says the command that
 approves it), 2 on bad input.
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+from ._engine import add_engine_arguments, engine_of
 
 AWAITING_EXIT = 3
 
@@ -25,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", help="partition key (e.g. 2024 for a yearly release)")
     p.add_argument("--input", help="data to publish (default: the spec's source)")
     p.add_argument("--ledger", help="ledger file, which must exist (default: $ANON_DAGSTER_LEDGER, else under $DAGSTER_HOME)")
+    add_engine_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -40,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
     keystore = open_keystore()
     ledger = open_ledger(args.ledger, keystore)
     try:
-        done = publish_partition(spec, partition=args.partition, ledger=ledger, keystore=keystore,
-                                 input_path=args.input)
+        with engine_of(args) as engine:
+            done = publish_partition(spec, partition=args.partition, ledger=ledger, keystore=keystore,
+                                     input_path=args.input, engine=engine)
     except AwaitingApproval as exc:
         print(f"awaiting approval: {exc}")
         return AWAITING_EXIT

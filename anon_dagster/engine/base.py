@@ -78,6 +78,12 @@ class Engine(Protocol):
         ``evaluation`` is the gate's :class:`~anon_dagster.release.evaluation.Evaluation`."""
         ...
 
+    def publication_inputs(self, spec: ReleaseSpec, run: Any, *, keystore: Any | None,
+                           ledger: Ledger) -> Any:
+        """What the publication protocol reads of a :meth:`run_gate` result ``run`` (a
+        :class:`~anon_dagster.release.publish_step.PublicationInputs`)."""
+        ...
+
     def anonymize_release(self, spec: ReleaseSpec, *, output: str | Path, partition: str | None = None,
                           input_path: str | None = None, keystore: Any | None = None,
                           progress: Any = None) -> AnonymizeOutcome:

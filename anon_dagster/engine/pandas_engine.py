@@ -30,6 +30,12 @@ class PandasEngine:
         return run_gate(spec, partition=partition, input_path=input_path, keystore=keystore, ledger=ledger,
                         only=only)
 
+    def publication_inputs(self, spec: Any, run: Any, *, keystore: Any | None, ledger: Any) -> Any:
+        """The run's anonymized and pseudonymized tables themselves."""
+        from ..release.publish_step import PublicationInputs
+
+        return PublicationInputs(run.anonymized.data, run.pseudonymized.data)
+
     def anonymize_release(self, spec: Any, *, output: str | Path, partition: str | None = None,
                           input_path: str | None = None, keystore: Any | None = None,
                           progress: Any = None) -> AnonymizeOutcome:

@@ -113,6 +113,14 @@ class SparkEngine(SparkDriver):
                               partition=partition, only=only)
         return SparkGateRun(ingested, pseudo, anon, evaluation)
 
+    def publication_inputs(self, spec: Any, run: SparkGateRun, *, keystore: Any | None, ledger: Any) -> Any:
+        """:func:`.spark_publication.publication_inputs` of the run's tables."""
+        from .spark_publication import publication_inputs
+
+        table = run.anonymized.df
+        return publication_inputs(self, spec, run.evaluation, table, table.count(), lambda: run.pseudonymized.df,
+                                  keystore, ledger)
+
     def anonymize_release(self, spec: Any, *, output: str | Path, partition: str | None = None,
                           input_path: str | None = None, keystore: Any | None = None,
                           progress: Any = None) -> AnonymizeOutcome:

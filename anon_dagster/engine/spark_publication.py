@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -151,4 +152,49 @@ def spark_rows(engine: Any, df: Any, columns: Sequence[str], rows: int) -> Publi
     return PublishedRows(int(rows), names, write, lambda: written or reader_dtypes(declared, {}))
 
 
-__all__ = ["all_groups", "copy_parts", "ordered_groups", "reader_dtypes", "spark_rows"]
+def publication_inputs(engine: Any, spec: Any, evaluation: Any, anonymized: Any, rows: int,
+                       pseudonymized: Callable[[], Any], keystore: Any, ledger: Any) -> Any:
+    """What :func:`~anon_dagster.release.publication.publish_release` reads when the rows are on
+    Spark (a :class:`~anon_dagster.release.publish_step.PublicationInputs`): the anonymized
+    (``rows`` rows) and the pseudonymized (``pseudonymized()``) rows of erased persons, on the
+    driver (what its last look for an erasure counts, so it counts what it would count on
+    pandas); for a passing evaluation of rows the published rows, written by Spark when the
+    protocol stages the file (:func:`spark_rows`: never read to the driver whole); for
+    aggregates, the aggregates counted on Spark (:func:`~.spark_aggregates.dp_release`: the
+    budget checked, the groups counted by Spark, the noise drawn on the driver), computed when
+    the publication asks."""
+    from ..release.publish_step import PublicationInputs
+
+    published = None
+    if evaluation.passed and spec.publication.mode != "aggregates":
+        published = spark_rows(engine, anonymized, spec.published_columns, rows)
+    aggregates = None
+    if spec.publication.mode == "aggregates":
+        from .spark_aggregates import dp_release
+
+        aggregates = lambda: dp_release(engine, spec, pseudonymized(), ledger)  # noqa: E731
+    return PublicationInputs(erased_rows(engine, spec, anonymized, keystore),
+                             erased_rows(engine, spec, pseudonymized(), keystore), published, aggregates)
+
+
+def erased_rows(engine: Any, spec: Any, df: Any, keystore: Any) -> pd.DataFrame:
+    """The linkage pseudonyms of ``df``'s rows whose person is on the release's suppression list."""
+    from ..release.gate import LINKAGE_COLUMN
+
+    if keystore is None or LINKAGE_COLUMN not in df.columns:
+        return pd.DataFrame()
+    from pyspark.sql import functions as F
+
+    from ..release.governance.suppression import suppressed
+    from .spark_store import driver_rows
+
+    listed = suppressed(keystore, spec.release)
+    if not listed:
+        return pd.DataFrame()
+    erased = engine.spark.createDataFrame(pa.table({LINKAGE_COLUMN: pa.array(sorted(listed), type=pa.string())}))
+    hits = df.select(LINKAGE_COLUMN).join(F.broadcast(erased), on=LINKAGE_COLUMN, how="left_semi")
+    return driver_rows(engine, hits, [LINKAGE_COLUMN], hits.count(), what="the rows of erased persons")
+
+
+__all__ = ["all_groups", "copy_parts", "erased_rows", "ordered_groups", "publication_inputs", "reader_dtypes",
+           "spark_rows"]

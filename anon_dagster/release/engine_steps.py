@@ -296,51 +296,12 @@ def published_step(engine: Any, spec: ReleaseSpec, *, anonymized: Any, pseudonym
 
 def _publication_inputs(engine: Any, spec: ReleaseSpec, evaluation: Evaluation, anonymized: StoredTable,
                         pseudonymized: StoredTable, keystore: Any, ledger: Ledger) -> PublicationInputs:
-    """What :func:`~.publication.publish_release` reads: the anonymized and the pseudonymized
-    rows of erased persons, on the driver (what its last look for an erasure counts, so it
-    counts what it would count on pandas); for a passing evaluation of rows the published rows,
-    written by Spark when the protocol stages the file
-    (:func:`~anon_dagster.engine.spark_publication.spark_rows`: never read to the driver whole);
-    for aggregates, the aggregates counted on Spark (:func:`_aggregates_of`)."""
-    from ..engine.spark_publication import spark_rows
+    """What :func:`~.publication.publish_release` reads of the stored tables on Spark
+    (:func:`~anon_dagster.engine.spark_publication.publication_inputs`)."""
+    from ..engine.spark_publication import publication_inputs
 
-    table = _load(engine, anonymized, "anonymized")
-    rows = None
-    if evaluation.passed and spec.publication.mode != "aggregates":
-        rows = spark_rows(engine, table, spec.published_columns, anonymized.rows)
-    return PublicationInputs(_erased(engine, spec, table, keystore),
-                             _erased(engine, spec, _load(engine, pseudonymized, "pseudonymized"), keystore),
-                             rows, _aggregates_of(engine, spec, pseudonymized, ledger))
-
-
-def _aggregates_of(engine: Any, spec: ReleaseSpec, pseudonymized: StoredTable,
-                   ledger: Ledger) -> publication.AggregatesRelease | None:
-    """For ``publication.mode: aggregates``, the DP aggregates of the pseudonymized rows counted
-    on Spark (:func:`~anon_dagster.engine.spark_aggregates.dp_release`: the budget checked, the
-    groups counted by Spark, the noise drawn on the driver), computed when the publication asks."""
-    if spec.publication.mode != "aggregates":
-        return None
-    from ..engine.spark_aggregates import dp_release
-
-    return lambda: dp_release(engine, spec, _load(engine, pseudonymized, "pseudonymized"), ledger)
-
-
-def _erased(engine: Any, spec: ReleaseSpec, df: Any, keystore: Any) -> pd.DataFrame:
-    """The linkage pseudonyms of ``df``'s rows whose person is on the release's suppression list."""
-    if keystore is None or gate.LINKAGE_COLUMN not in df.columns:
-        return pd.DataFrame()
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
-    from ..engine.spark_store import driver_rows
-    from .governance.suppression import suppressed
-
-    listed = suppressed(keystore, spec.release)
-    if not listed:
-        return pd.DataFrame()
-    erased = engine.spark.createDataFrame(pa.table({gate.LINKAGE_COLUMN: pa.array(sorted(listed), type=pa.string())}))
-    hits = df.select(gate.LINKAGE_COLUMN).join(F.broadcast(erased), on=gate.LINKAGE_COLUMN, how="left_semi")
-    return driver_rows(engine, hits, [gate.LINKAGE_COLUMN], hits.count(), what="the rows of erased persons")
+    return publication_inputs(engine, spec, evaluation, _load(engine, anonymized, "anonymized"), anonymized.rows,
+                              lambda: _load(engine, pseudonymized, "pseudonymized"), keystore, ledger)
 
 
 __all__ = ["ROW_STEPS", "RowStep", "StepCall", "StepOutput", "anonymized_step", "checks_step", "on_spark",
