@@ -236,8 +236,9 @@ class SensitivePairs:
 
 def pairs_from_rows(row_class: np.ndarray, n_classes: int, codes: np.ndarray | CodedSensitive,
                     n_values: int | None = None, total: np.ndarray | None = None,
-                    attribute: CodedSensitive | None = None) -> SensitivePairs:
-    """Sparse class × value counts from each row's class and sensitive code.
+                    attribute: CodedSensitive | None = None, weights: np.ndarray | None = None) -> SensitivePairs:
+    """Sparse class × value counts from each row's class and sensitive code (``weights``: the
+    rows each stands for, a frequency table's counts).
 
     ``codes`` is a :class:`CodedSensitive` (its kind decides the distance) or plain codes,
     nominal unless ``attribute`` names the attribute they are codes of (a subset of its rows:
@@ -252,9 +253,12 @@ def pairs_from_rows(row_class: np.ndarray, n_classes: int, codes: np.ndarray | C
     if n_values is None:
         n_values = coded.n_values if coded is not None else (int(values.max()) + 1 if len(values) else 1)
     key = row_class * n_values + values
-    uniq, _, counts = group(key, n_classes * n_values)
+    uniq, _, counts = group(key, n_classes * n_values, weights)
+    if weights is not None:
+        counts = np.rint(np.asarray(counts)).astype(np.int64)
     if total is None:
-        total = np.bincount(values, minlength=n_values).astype(np.int64)
+        total = np.bincount(values, weights=weights, minlength=n_values)
+        total = (np.rint(total) if weights is not None else total).astype(np.int64)
     return SensitivePairs(uniq // n_values, uniq % n_values, counts, n_values, np.asarray(total), coded)
 
 

@@ -1,7 +1,12 @@
 """Mondrian's cutting (:func:`cut_parts`): all parts of one recursion depth cut together with
 vectorized numpy, each at the median of the QI of widest normalized range that allows a cut
 whose two halves both meet every per-class criterion; and what the cuts are
-(:class:`MondrianCuts`), so that parts cut apart give what cutting them together gives."""
+(:class:`MondrianCuts`), so that parts cut apart give what cutting them together gives.
+
+A cut depends on the rows only through their QI ranks and sensitive codes: rows equal in all of
+them always fall on the same side. So the working "rows" may be a frequency table's cells, each
+with the number of rows it stands for (``weights``): the median is the row median, the halves'
+sizes and sensitive counts are summed weights, and the cuts are those of the expanded rows."""
 
 from __future__ import annotations
 
@@ -69,24 +74,38 @@ class MondrianCuts:
 def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSensitive],
               reference: Sequence[np.ndarray], w_perm: np.ndarray, w_rank: np.ndarray,
               w_sens: list[np.ndarray], sizes: np.ndarray, row_class: np.ndarray,
-              progress: Callable[[int, int], None] | None = None) -> MondrianCuts:
+              progress: Callable[[int, int], None] | None = None,
+              weights: np.ndarray | None = None) -> MondrianCuts:
     """Cut the parts laid out in the working arrays until no part can be cut.
 
     Part ``i`` is the slice of ``sizes[i]`` rows after the parts before it: ``w_perm`` holds the
     rows' positions, ``w_rank`` (QIs × rows) their ranks in ``dims``, ``w_sens`` their sensitive
     codes in ``attributes``, judged against ``reference`` (:func:`part_evaluation`). Writes each
     row's class into ``row_class`` (by position). The arrays are reordered in place.
+
+    With ``weights`` (by position, at least 1 each) each working row is a frequency cell
+    standing for that many rows, and ``sizes`` are the parts' numbers of cells: the cuts,
+    classes and class sizes are those of the expanded rows (module docstring).
     """
     k = policy.k
     D = len(dims)
-    n = len(row_class)
+    cells = np.asarray(sizes, dtype=np.int64)
+    w_weight: np.ndarray | None = None  # unweighted: every working row is one row
+    if weights is None:
+        sizes = cells.copy()
+    else:
+        w_weight = np.asarray(weights, dtype=np.int64)[w_perm]
+        starts0 = np.concatenate([[0], np.cumsum(cells)[:-1]]).astype(np.int64)
+        sizes = np.add.reduceat(w_weight, starts0) if len(w_weight) else np.zeros(len(cells), np.int64)
+        sizes = np.where(cells > 0, sizes, 0).astype(np.int64)
+    n = int(sizes.sum())
     w_sens = list(w_sens)
 
-    def half_failing(ids, n_groups: int, sizes: np.ndarray, sens_codes) -> np.ndarray:
-        """Per group: misses a per-class criterion (``ids`` gives each row's group)."""
+    def half_failing(ids, n_groups: int, sizes: np.ndarray, sens_codes, cell_weights) -> np.ndarray:
+        """Per group: misses a per-class criterion (``ids`` gives each cell's group)."""
         failing = sizes < k
         if attributes:
-            pairs = [pairs_from_rows(ids, n_groups, c, a.n_values, ref, a)
+            pairs = [pairs_from_rows(ids, n_groups, c, a.n_values, ref, a, weights=cell_weights)
                      for c, a, ref in zip(sens_codes, attributes, reference, strict=True)]
             failing = evaluate_classes(policy, sizes, pairs).failing
         return failing
@@ -99,7 +118,7 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
     # nodes, the highest rank going left (children of a depth's cut nodes are the next depth's
     # nodes, left half first; final nodes take class ids in order)
     while len(sizes):
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        starts = np.concatenate([[0], np.cumsum(cells)[:-1]]).astype(np.int64)
         lo = np.empty((len(sizes), D), dtype=np.int64)
         hi = np.empty((len(sizes), D), dtype=np.int64)
         widths = np.zeros((len(sizes), D))
@@ -121,6 +140,7 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
         final = decided.copy()
         dim_order = np.argsort(-widths, axis=1, kind="stable")
         lhs_all = np.zeros(len(sizes), dtype=np.int64)
+        lhs_cells = np.zeros(len(sizes), dtype=np.int64)
         dim_all = np.full(len(sizes), -1, dtype=np.int8)
         cut_all = np.zeros(len(sizes), dtype=np.int64)
         for attempt in range(D):
@@ -129,10 +149,11 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
                 if not sel.any():
                     continue
                 segs = np.flatnonzero(sel)
-                ok, lhs, cut_rank = _try_cut(d, j, segs, starts, sizes, w_perm, w_rank, w_sens,
-                                             lo[:, j], hi[:, j], half_failing)
+                ok, lhs, left_cells, cut_rank = _try_cut(d, j, segs, sizes, cells, w_perm, w_rank, w_sens,
+                                                         w_weight, lo[:, j], hi[:, j], half_failing)
                 decided[segs[ok]] = True
                 lhs_all[segs[ok]] = lhs[ok]
+                lhs_cells[segs[ok]] = left_cells[ok]
                 dim_all[segs[ok]] = j
                 cut_all[segs[ok]] = cut_rank[ok]
                 cuts += int(ok.sum())
@@ -146,17 +167,18 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
         out.hp.append(hp[f])
         out.sizes.append(sizes[f])
         if final.any():
-            fmask = np.repeat(final, sizes)
-            ids = np.repeat(np.arange(n_classes, n_classes + len(f), dtype=np.int64), sizes[f])
+            fmask = np.repeat(final, cells)
+            ids = np.repeat(np.arange(n_classes, n_classes + len(f), dtype=np.int64), cells[f])
             row_class[w_perm[fmask]] = ids
             n_classes += len(f)
             keep = ~fmask
             w_perm = w_perm[keep]
             w_rank = w_rank[:, keep]
             w_sens = [s_[keep] for s_ in w_sens]
+            w_weight = w_weight[keep] if w_weight is not None else None
         cut = np.flatnonzero(~final)
-        halves = np.stack([lhs_all[cut], sizes[cut] - lhs_all[cut]], axis=1).reshape(-1)
-        sizes = halves.astype(np.int64)
+        sizes = np.stack([lhs_all[cut], sizes[cut] - lhs_all[cut]], axis=1).reshape(-1).astype(np.int64)
+        cells = np.stack([lhs_cells[cut], cells[cut] - lhs_cells[cut]], axis=1).reshape(-1).astype(np.int64)
         if progress is not None:
             progress(n - int(sizes.sum()), n)
 
@@ -164,28 +186,39 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
     return out
 
 
-def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-             w_perm: np.ndarray, w_rank: np.ndarray, w_sens: list[np.ndarray],
+def _try_cut(d: _Dim, j: int, segs: np.ndarray, sizes: np.ndarray, cells: np.ndarray,
+             w_perm: np.ndarray, w_rank: np.ndarray, w_sens: list[np.ndarray], w_weight: np.ndarray | None,
              lo: np.ndarray, hi: np.ndarray, half_failing
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Cut the parts ``segs`` along dimension ``d`` (row ``j`` of ``w_rank``).
 
     The working arrays of accepted parts are reordered in place, left half first. Returns
-    (accepted mask over ``segs``, left-half size per part, highest rank going left per part).
+    (accepted mask over ``segs``, left half's rows and cells per part, highest rank going left
+    per part).
     """
     s_sizes = sizes[segs]
-    s_off = np.concatenate([[0], np.cumsum(s_sizes)[:-1]]).astype(np.int64)
-    if len(segs) == len(sizes):
-        pos = np.arange(int(s_sizes.sum()), dtype=np.int64)
+    s_cells = cells[segs]
+    s_off = np.concatenate([[0], np.cumsum(s_cells)[:-1]]).astype(np.int64)
+    if len(segs) == len(cells):
+        pos = np.arange(int(s_cells.sum()), dtype=np.int64)
     else:
-        pos = np.flatnonzero(np.repeat(np.isin(np.arange(len(sizes)), segs), sizes))
-    local = np.repeat(np.arange(len(segs), dtype=np.int64), s_sizes)
+        pos = np.flatnonzero(np.repeat(np.isin(np.arange(len(cells)), segs), cells))
+    local = np.repeat(np.arange(len(segs), dtype=np.int64), s_cells)
     v = w_rank[j][pos]
     key = local * d.n_ranks + v
     order = np.argsort(key)
     skey = key[order]
     sv = v[order]
-    med = sv[s_off + (s_sizes - 1) // 2]
+    if w_weight is None:  # a cell is a row: positions count rows
+        sw = None
+        med = sv[s_off + (s_sizes - 1) // 2]
+    else:
+        sw = w_weight[pos][order]
+        # rows up to each sorted cell (from 0 before the first): a part's rows below a cell are
+        # the difference with the rows before its first cell
+        rows_to = np.concatenate([[0], np.cumsum(sw)]).astype(np.int64)
+        before = rows_to[s_off]
+        med = sv[np.searchsorted(rows_to[1:], before + (s_sizes - 1) // 2 + 1, side="left")]
     base = np.arange(len(segs), dtype=np.int64) * d.n_ranks
     s_lo, s_hi = lo[segs], hi[segs]
     if d.numeric:
@@ -205,14 +238,23 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
             glast[m] = d.last[level][g]
         cut_a = glast                    # left: up to the median's child group
         cut_b = gfirst - 1               # left: before the median's child group
-    cnt_a = np.searchsorted(skey, base + cut_a, side="right") - s_off
-    cnt_b = np.searchsorted(skey, base + cut_b, side="right") - s_off
+
+    def left_of(cut_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per part: the rows and the cells with a rank up to ``cut_``."""
+        at = np.searchsorted(skey, base + cut_, side="right")
+        if sw is None:
+            return at - s_off, at - s_off
+        return rows_to[at] - before, at - s_off
+
+    cnt_a, cells_a = left_of(cut_a)
+    cnt_b, cells_b = left_of(cut_b)
     valid_a = (cut_a >= s_lo) & (cut_a < s_hi) & (cnt_a > 0) & (cnt_a < s_sizes)
     valid_b = (cut_b >= s_lo) & (cut_b < s_hi) & (cnt_b > 0) & (cnt_b < s_sizes)
     half = s_sizes / 2.0
     use_b = valid_b & (~valid_a | (np.abs(cnt_b - half) < np.abs(cnt_a - half)))
     cut = np.where(use_b, cut_b, cut_a)
     lhs = np.where(use_b, cnt_b, cnt_a)
+    lhs_cells = np.where(use_b, cells_b, cells_a)
     valid = valid_a | valid_b
     sorted_sens = [s_[pos][order] for s_ in w_sens] if w_sens else None
 
@@ -220,7 +262,7 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
         """Per part: one of the two halves misses a per-class criterion."""
         hsizes = np.stack([lhs_, s_sizes - lhs_], axis=1).reshape(-1)
         ids = local * 2 + (sv > cut_[local]).astype(np.int64) if w_sens else None
-        return half_failing(ids, 2 * len(segs), hsizes, sorted_sens).reshape(-1, 2).any(axis=1)
+        return half_failing(ids, 2 * len(segs), hsizes, sorted_sens, sw).reshape(-1, 2).any(axis=1)
 
     ok = valid & ~halves_fail(cut, lhs)
     cut_rank = cut
@@ -228,10 +270,11 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
         # a part holding both missing and present values is first split between them, when
         # both sides satisfy the policy: a class then never mixes the two
         cut_c = np.full(len(segs), d.missing_rank - 1, dtype=np.int64)
-        cnt_c = np.searchsorted(skey, base + cut_c, side="right") - s_off
+        cnt_c, cells_c = left_of(cut_c)
         valid_c = (s_hi == d.missing_rank) & (cnt_c > 0) & (cnt_c < s_sizes)
         prefer_c = valid_c & ~halves_fail(cut_c, cnt_c)
         lhs = np.where(prefer_c, cnt_c, lhs)
+        lhs_cells = np.where(prefer_c, cells_c, lhs_cells)
         cut_rank = np.where(prefer_c, cut_c, cut_rank)
         ok |= prefer_c
     if ok.any():
@@ -243,7 +286,9 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, starts: np.ndarray, sizes: np.nd
             w_rank[r][dst] = w_rank[r][src]
         for s_ in w_sens:
             s_[dst] = s_[src]
-    return ok, lhs, cut_rank
+        if w_weight is not None:
+            w_weight[dst] = w_weight[src]
+    return ok, lhs, lhs_cells, cut_rank
 
 
 __all__ = ["MondrianCuts", "cut_parts"]

@@ -7,12 +7,16 @@ its sensitive values coded over the whole table, and the whole table's t-closene
 parts set aside (:func:`~anon_dagster.anonymize.mondrian.part_evaluation`). The driver builds
 those from frequency tables; then
 
-- with partition keys, each part runs on an executor (``groupBy(part).applyInPandas``) through
-  :func:`~anon_dagster.anonymize.mondrian.cut_parts`, labels its rows and sends back its cuts;
-- without, the table is one part and runs on the driver, from its frequency table over the QIs
-  and sensitive attributes expanded to rows, when those rows fit the driver's budget
-  (``max_driver_cells``); a larger table is refused naming its size. The labels are applied by
-  Spark with a broadcast join on the QI values (rows of equal QI values share a class).
+- a cut depends on the rows only through their QI and sensitive values (rows equal in them fall
+  on the same side), so every part is cut from its frequency cells over the QIs and sensitive
+  attributes, each weighted by its rows (:func:`~anon_dagster.anonymize.mondrian_cuts.cut_parts`
+  with ``weights``): the cuts of the rows, from as many cells as the part has distinct values;
+- with partition keys, each part's cells are cut on an executor (``groupBy(part).applyInPandas``
+  over the cells Spark counted), which sends back the part's distinct QI values with their labels
+  and the part's cuts; the rows are labelled by a join on the part and the QI values;
+- without, the table is one part cut on the driver from its frequency table, collected within the
+  driver's budget (``max_driver_cells``, over it refused naming the size); the labels are applied
+  with a broadcast join on the QI values (rows of equal QI values share a class).
 
 The driver concatenates the parts' cuts depth by depth (:meth:`~anon_dagster.anonymize.mondrian_cuts.MondrianCuts.concat`)
 and builds the labels, boxes, cut tree and figures with the pandas engine's code
@@ -34,7 +38,6 @@ import pyarrow as pa
 from ..errors import DataError
 from .spark_frames import (
     COUNT_COLUMN,
-    DriverLimit,
     arrow_values,
     lookup_frame,
     method_columns,
@@ -73,8 +76,9 @@ class Layout:
     policy: Any
     reference: list[np.ndarray]
 
-    def cut(self, frame: pd.DataFrame) -> tuple[Any, np.ndarray]:
-        """The cuts of ``frame`` as one part, and each row's class in them."""
+    def cut(self, frame: pd.DataFrame, weights: np.ndarray | None = None) -> tuple[Any, np.ndarray]:
+        """The cuts of ``frame`` as one part, and each row's class in them; with ``weights`` each
+        row of ``frame`` is a frequency cell standing for that many rows."""
         from ..anonymize.mondrian_cuts import cut_parts
 
         m = len(frame)
@@ -85,7 +89,7 @@ class Layout:
                   for s, dom, codes in zip(self.sens, self.sens_domains, self.sens_codes, strict=True)]
         row_class = np.full(m, -1, dtype=np.int64)
         cuts = cut_parts(self.dims, self.policy, self.attributes, self.reference, np.arange(m, dtype=np.int64),
-                         w_rank, w_sens, np.array([m], dtype=np.int64), row_class)
+                         w_rank, w_sens, np.array([m], dtype=np.int64), row_class, weights=weights)
         return cuts, row_class
 
     def labels(self, cuts: Any, row_class: np.ndarray) -> dict[str, np.ndarray]:
@@ -101,17 +105,21 @@ class Layout:
         return out
 
 
-def part_function(layout: Layout, columns: list[str]) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """What each executor runs on one part's rows: its rows with each QI replaced by its label,
-    and the part's cuts (pickled, on its first row)."""
+def part_function(layout: Layout, keys: list[str]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """What each executor runs on one part's frequency cells (the QIs, the sensitive attributes
+    and the rows of each): the part's distinct QI values with each one's label per QI (columns
+    ``__label<i>``), and the part's cuts (pickled, on its first row)."""
 
     def run(frame: pd.DataFrame) -> pd.DataFrame:
-        cuts, row_class = layout.cut(frame)
-        blob = pickle.dumps(cuts, protocol=pickle.HIGHEST_PROTOCOL)
-        out = frame[columns].reset_index(drop=True).copy()
-        for c, labels in layout.labels(cuts, row_class).items():
-            out[c] = pd.Series(labels, dtype=object)
-        out[CUTS_COLUMN] = pd.Series([blob] + [None] * (len(out) - 1), dtype=object)
+        frame = frame.reset_index(drop=True)
+        cuts, cell_class = layout.cut(frame, frame[COUNT_COLUMN].to_numpy(np.int64))
+        labels = layout.labels(cuts, cell_class)
+        out = frame[keys].copy()
+        for i, c in enumerate(layout.gen):
+            out[f"__label{i}"] = pd.Series(labels[c], dtype=object)
+        out = out.drop_duplicates(subset=[k for k in keys if k != PART_COLUMN]).reset_index(drop=True)
+        out[CUTS_COLUMN] = pd.Series([pickle.dumps(cuts, protocol=pickle.HIGHEST_PROTOCOL)]
+                                     + [None] * (len(out) - 1), dtype=object)
         return out
 
     return run
@@ -246,7 +254,9 @@ def _weighted_pairs(part_of: np.ndarray, n_parts: int, codes: np.ndarray, attrib
 
 def _on_executors(engine: SparkDriver, df: Any, freq: pd.DataFrame, schema: pa.Schema, pks: list[str],
                   reps: np.ndarray, failing: np.ndarray, layout: Layout) -> tuple[Any, dict[int, Any]]:
-    """Each part kept cut on an executor: the labelled rows (persisted) and the parts' cuts."""
+    """Each part kept cut on an executor from its frequency cells over the QIs and sensitive
+    attributes (a part of any number of rows needs its distinct cells only): the rows labelled
+    by a join on the part and the QI values (persisted), and the parts' cuts."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -259,48 +269,50 @@ def _on_executors(engine: SparkDriver, df: Any, freq: pd.DataFrame, schema: pa.S
     pairs = [(c, f"__pk{i}") for i, c in enumerate(pks)]
     tagged = (df.join(F.broadcast(lookup), on=null_safe(df, lookup, pairs), how="inner")
               .drop(*[f"__pk{i}" for i in range(len(pks))]))
-    columns = list(df.columns)
-    fields = [T.StructField(f.name, T.StringType(), True) if f.name in layout.gen else f for f in df.schema.fields]
-    out_schema = T.StructType([*fields, T.StructField(CUTS_COLUMN, T.BinaryType(), True)])
-    out = tagged.groupBy(PART_COLUMN).applyInPandas(part_function(layout, [*columns, PART_COLUMN]),
-                                                    _with_part(out_schema))
-    out = out.persist()
+    columns = list(dict.fromkeys(layout.gen + layout.sens))
+    cells = tagged.groupBy(PART_COLUMN, *[f"`{c}`" for c in columns]).agg(F.count(F.lit(1)).alias(COUNT_COLUMN))
+    values = [f"__value{i}" for i in range(len(layout.gen))]
+    cells = cells.select(F.col(PART_COLUMN), *[F.col(f"`{c}`") for c in columns], F.col(COUNT_COLUMN),
+                         *[F.col(f"`{c}`").alias(v) for c, v in zip(layout.gen, values, strict=True)])
+    out_schema = T.StructType([T.StructField(PART_COLUMN, T.LongType(), False),
+                               *[T.StructField(v, spark_types[c], True) for c, v in zip(layout.gen, values,
+                                                                                        strict=True)],
+                               *[T.StructField(f"__label{i}", T.StringType(), True) for i in range(len(layout.gen))],
+                               T.StructField(CUTS_COLUMN, T.BinaryType(), True)])
+    labelled = cells.groupBy(PART_COLUMN).applyInPandas(part_function(layout, [PART_COLUMN, *values]), out_schema)
+    labelled = labelled.persist()
     cuts = {int(r[PART_COLUMN]): pickle.loads(r[CUTS_COLUMN])
-            for r in out.filter(F.col(CUTS_COLUMN).isNotNull()).select(PART_COLUMN, CUTS_COLUMN).collect()}
-    return out.drop(CUTS_COLUMN, PART_COLUMN), cuts
-
-
-def _with_part(schema: Any) -> Any:
-    """``schema`` with the part's number (which the rows keep until the cuts are read)."""
-    from pyspark.sql import types as T
-
-    return T.StructType([*schema.fields, T.StructField(PART_COLUMN, T.LongType(), False)])
+            for r in labelled.filter(F.col(CUTS_COLUMN).isNotNull()).select(PART_COLUMN, CUTS_COLUMN).collect()}
+    labels = labelled.drop(CUTS_COLUMN).withColumnRenamed(PART_COLUMN, "__label_part")
+    on = null_safe(tagged, labels, [(PART_COLUMN, "__label_part"),
+                                    *[(c, v) for c, v in zip(layout.gen, values, strict=True)]])
+    out = tagged.join(labels, on=on, how="inner")
+    for i, c in enumerate(layout.gen):
+        out = out.withColumn(c, F.col(f"__label{i}"))
+    out = out.drop("__label_part", PART_COLUMN, *values, *[f"__label{i}" for i in range(len(layout.gen))])
+    out = out.persist()
+    out.count()  # materialized while the labels are held, then they are let go
+    labelled.unpersist()
+    return out, cuts
 
 
 def _on_driver(engine: SparkDriver, df: Any, gen: list[str], sens: list[str],
                layout: Layout) -> tuple[Any, dict[int, Any]]:
-    """The whole table as one part on the driver: its rows rebuilt from the frequency table over
-    the QIs and sensitive attributes, when they fit ``max_driver_cells``; the labels applied by a
-    broadcast join on the QI values."""
+    """The whole table as one part on the driver, cut from its frequency table over the QIs and
+    sensitive attributes (each cell weighted by its rows: the cuts of the rows, whatever their
+    number), collected within ``max_driver_cells`` (over it, refused naming the table's size);
+    the labels applied by a broadcast join on the QI values."""
     from pyspark.sql import functions as F
 
     columns = list(dict.fromkeys(gen + sens))
     freq, schema = engine.frequencies(df, columns, first_row=False,
-                                      what="the frequency table of the QIs and sensitive attributes")
+                                      what="Mondrian without partition keys cuts on the driver the frequency "
+                                           "table of the QIs and sensitive attributes, which")
     counts = freq[COUNT_COLUMN].to_numpy(np.int64)
-    rows = int(counts.sum())
-    cells = rows * max(len(columns), 1)
-    if cells > engine.max_driver_cells:
-        raise DriverLimit(
-            f"Mondrian without partition keys runs on the driver: the table has {rows} rows × {len(columns)} "
-            f"columns = {cells} cells, over the driver's budget of {engine.max_driver_cells} (max_driver_cells): "
-            "declare partition keys (each part then runs on an executor) or raise the budget")
-    table = freq[columns].iloc[np.repeat(np.arange(len(freq)), counts)].reset_index(drop=True)
-    cuts, row_class = layout.cut(table)
-    labels = layout.labels(cuts, row_class)
-    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    cuts, cell_class = layout.cut(freq[columns].reset_index(drop=True), counts)
+    labels = layout.labels(cuts, cell_class)
     values = freq[gen].drop_duplicates()
-    at = first[values.index.to_numpy()]
+    at = values.index.to_numpy()
     spark_types = {f.name: f.dataType for f in df.schema.fields}
     keys = {f"__value{i}": arrow_values(values[c].to_numpy(dtype=object), schema.field(c).type)
             for i, c in enumerate(gen)}
