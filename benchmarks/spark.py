@@ -41,7 +41,7 @@ rows run Spark and DuckDB only, the pandas columns say "not run". The machine's 
 is printed: on a shared machine the wall clock also counts time spent waiting for a core.
 
     .venv/bin/python benchmarks/spark.py [--rows 1000000 10000000] [--master local[2]] [--folder DIR]
-        [--steps risk gate pseudonyms pram release] [--repeats 1] [--skip-pandas-above N]
+        [--steps risk gate pseudonyms pram mondrian release] [--repeats 1] [--skip-pandas-above N]
         [--driver-memory 6g] [--max-driver-cells N] [--duckdb-threads N]
 
 ``--repeats`` runs each step that many times per engine and prints the medians (the peaks are
@@ -220,6 +220,41 @@ def same_pram(left, right, folder: Path) -> bool:
     return entry["rows_changed"] == changed and drawn == column.tolist()
 
 
+def mondrian_spec(spec):
+    """``spec`` anonymized by Mondrian (k=5) within each region, without the pseudonym column."""
+    an = spec.anonymization.model_copy(update={"method": "mondrian"})
+    return spec.model_copy(update={"anonymization": an})
+
+
+def mondrian_pandas(spec, frame: pd.DataFrame):
+    """The pandas engine's Mondrian of the table in memory: the published rows and the record."""
+    done = pipeline.anonymize(spec, frame)
+    return done.data, done.record
+
+
+def mondrian_spark(engine: SparkEngine, spec, df):
+    """The Spark engine's Mondrian (each region cut from its frequency cells on an executor), the
+    published rows materialized."""
+    from anon_dagster.engine.spark_results import SparkPseudonymized
+
+    done = engine.anonymize(spec, SparkPseudonymized(df), relax=False)
+    done.df.count()
+    return done
+
+
+def same_mondrian(left, right, folder: Path) -> bool:
+    """The same labels row for row (Spark's written and read back in source order) and the same
+    record's ``mondrian`` entry."""
+    (data, record), done = left, right
+    target = folder / "mondrian"
+    columns = ["age", "sex", "zip", "region"]
+    done.df.select(ROW_COLUMN, *columns).write.mode("overwrite").parquet(str(target))
+    labelled = pq.read_table(target).sort_by(ROW_COLUMN).select(columns).to_pandas()
+    ours = data[columns].astype(str).reset_index(drop=True)
+    return (done.record.to_json()["mondrian"] == record.to_json()["mondrian"]
+            and labelled.astype(str).equals(ours))
+
+
 def folders(folder: Path, label: str) -> Iterator[Path]:
     """``folder/release/<label>-1``, ``-2``, ...: a new folder for each run of the release (those
     of earlier invocations skipped)."""
@@ -232,7 +267,7 @@ def released(engine: object, data: Path, targets: Iterator[Path], keystore: obje
     return release(engine, lambda at: spec_file(at, data, scope="release"), next(targets), keystore)
 
 
-STEPS = ("risk", "gate", "pseudonyms", "pram", "release")
+STEPS = ("risk", "gate", "pseudonyms", "pram", "mondrian", "release")
 NOT_RUN = "not run"
 
 
@@ -306,6 +341,14 @@ def main() -> None:
             steps.append(("PRAM (diagnosis)", partial(pram_pandas, perturbed, frame),
                           partial(pram_spark, engine, perturbed, positioned),
                           lambda left, right: same_pram(left, right, folder)))
+        if "mondrian" in args.steps:
+            cut = mondrian_spec(spec)
+            columns = ["age", "sex", "zip", "region", "admitted", "diagnosis"]
+            frame = read_table(path)[columns] if with_pandas else None
+            positioned = read_parquet(engine.spark, path).select(*columns, ROW_COLUMN)
+            steps.append(("Mondrian (k=5 per region)", partial(mondrian_pandas, cut, frame),
+                          partial(mondrian_spark, engine, cut, positioned),
+                          lambda left, right: same_mondrian(left, right, folder)))
         if "release" in args.steps:
             steps.append(("release (end to end)",
                           partial(released, pipeline_engine(), path, folders(folder, f"{rows}-pandas"), keystore),
