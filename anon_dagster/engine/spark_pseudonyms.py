@@ -148,65 +148,76 @@ class LinkageStep:
     normalize: tuple[bool, str, str]
 
 
+def column_pseudonyms(step: ColumnStep, values: pa.Array) -> pa.Array:
+    """The pseudonyms of one identifier column's values (the pandas engine's functions)."""
+    from ..pseudonymize.methods import hmac_column, random_hex_column, siv_column
+
+    arr = normalized(values, step.column, step.normalize)
+    if step.scope == "row":
+        result, _ = random_hex_column(arr, step.prefix)
+    elif step.method == "hmac":
+        result, _ = hmac_column(executor_key(step.key), arr, step.prefix, count=False)
+    else:
+        result, _ = siv_column(executor_key(step.key), step.purpose, arr, step.prefix)
+    return result.cast(pa.string())
+
+
+def distinct_digests(step: ColumnStep, values: pa.Array) -> pa.Array:
+    """The keyed digests a scope-row column's identifiers are counted by (never published)."""
+    from ..pseudonymize.methods import hmac_column
+
+    digests, _ = hmac_column(executor_key(step.distinct), normalized(values, step.column, step.normalize), count=False)
+    return digests.cast(pa.string())
+
+
+def linkage_pseudonyms(step: LinkageStep, values: pa.Array) -> pa.Array:
+    """The ledger's linkage pseudonyms of the person column; DataError for a person missing."""
+    from ..pseudonymize.methods import hmac_column
+
+    text = normalized(values, step.person, step.normalize)
+    if text.null_count:
+        from ..errors import DataError
+
+        raise DataError(
+            f"the person column has {text.null_count} values missing or empty after normalization: "
+            "every published row needs a person to be composed with earlier releases")
+    linked, _ = hmac_column(executor_key(step.key), text, count=False)
+    return linked.cast(pa.string())
+
+
+def normalized(values: pa.Array, name: str, how: tuple[bool, str, str]) -> pa.Array:
+    """The column's values normalized as declared, from Arrow directly (a pandas Series in
+    between would copy every value)."""
+    from ..pseudonymize.methods import normalize_identifiers
+
+    trim, case, unicode = how
+    return normalize_identifiers(values, trim=trim, case=case, unicode=unicode, column=name)
+
+
 @dataclass(frozen=True)
 class PseudonymPlan:
-    """What the executors do to each batch: the columns in order, then the linkage column."""
+    """What the executors do to each batch: the columns in order, then the linkage column;
+    ``output`` the result's columns in order."""
 
     columns: tuple[ColumnStep, ...]
     linkage: LinkageStep | None = None
     output: tuple[str, ...] = field(default=())
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        from ..pseudonymize.methods import (
-            hmac_column,
-            normalize_identifiers,
-            random_hex_column,
-            siv_column,
-        )
+        def column(name: str) -> pa.Array:
+            return batch.column(batch.schema.get_field_index(name))
 
-        def normalized(name: str, how: tuple[bool, str, str]) -> pa.Array:
-            # the batch's Arrow column itself: a pandas Series in between would copy every value
-            values = batch.column(batch.schema.get_field_index(name))
-            trim, case, unicode = how
-            return normalize_identifiers(values, trim=trim, case=case, unicode=unicode, column=name)
-
-        out: dict[str, pa.Array] = {}
-        replaced: dict[str, pa.Array] = {}
+        made: dict[str, pa.Array] = {}
         for step in self.columns:
             if step.drop:
                 continue
-            arr = normalized(step.column, step.normalize)
-            if step.scope == "row":
-                result, _ = random_hex_column(arr, step.prefix)
-                digests, _ = hmac_column(executor_key(step.distinct), arr, count=False) if step.distinct else (None, 0)
-                if digests is not None:
-                    out[DISTINCT_PREFIX + step.column] = digests.cast(pa.string())
-            elif step.method == "hmac":
-                result, _ = hmac_column(executor_key(step.key), arr, step.prefix, count=False)
-            else:
-                result, _ = siv_column(executor_key(step.key), step.purpose, arr, step.prefix)
-            replaced[step.column] = result.cast(pa.string())
+            made[step.column] = column_pseudonyms(step, column(step.column))
+            if step.distinct is not None:
+                made[DISTINCT_PREFIX + step.column] = distinct_digests(step, column(step.column))
         if self.linkage is not None:
-            step = self.linkage
-            text = normalized(step.person, step.normalize)
-            if text.null_count:
-                from ..errors import DataError
-
-                raise DataError(
-                    f"the person column has {text.null_count} values missing or empty after normalization: "
-                    "every published row needs a person to be composed with earlier releases")
-            linked, _ = hmac_column(executor_key(step.key), text, count=False)
-            out[step.column] = linked.cast(pa.string())
-        arrays, names = [], []
-        for name in self.output:
-            if name in replaced:
-                arrays.append(replaced[name])
-            elif name in out:
-                arrays.append(out[name])
-            else:
-                arrays.append(batch.column(batch.schema.get_field_index(name)))
-            names.append(name)
-        return pa.RecordBatch.from_arrays(arrays, names=names)
+            made[self.linkage.column] = linkage_pseudonyms(self.linkage, column(self.linkage.person))
+        return pa.RecordBatch.from_arrays([made[n] if n in made else column(n) for n in self.output],
+                                          names=list(self.output))
 
 
 # Rows per Arrow batch handed to the Python workers while pseudonyms are made. Spark's default

@@ -9,61 +9,30 @@ fresh random value per row (:func:`random_hex_column`).
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import secrets
-from collections import deque
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .distinct import repeats_enough_to_deduplicate
+from .distinct import HMAC_DEDUPE_MIN_MULTIPLICITY, repeats_enough_to_deduplicate
 
 HMAC_BYTES = 16  # 128-bit pseudonyms: collisions negligible below ~1e18 distinct identifiers
 
 
-def _plain_sha256():
-    """The interpreter's own SHA-256 (no OpenSSL EVP dispatch per call), else hashlib's."""
-    for name in ("_sha2", "_sha256"):  # CPython >= 3.12 / 3.11
-        try:
-            return importlib.import_module(name).sha256
-        except (ImportError, AttributeError):
-            continue
-    return hashlib.sha256
+def hmac_sha256_matrix(key: bytes, values: pa.Array) -> np.ndarray:
+    """The (n, 32) HMAC-SHA256 digests of an Arrow binary column
+    (:func:`.sha256_kernel.hmac_sha256_matrix`; the compiler is imported on first use only, so
+    that a command that keys nothing does not pay its start-up)."""
+    from .sha256_kernel import hmac_sha256_matrix as compiled
 
-
-_SHA256 = _plain_sha256()
+    return compiled(key, values)
 
 
 def hmac_concat(key: bytes, values: list[bytes]) -> bytes:
-    """The 32-byte HMAC-SHA256 (RFC 2104) of each value, concatenated; the key schedule once.
-
-    HMAC(K, m) = SHA256((K ^ opad) || SHA256((K ^ ipad) || m)). The two keyed hash states are
-    computed once and copied per value: ``hmac.new`` per value redoes the key padding and both
-    initializations every time. The interpreter's built-in SHA-256 is used because copying its
-    state is a plain memory copy, where an OpenSSL context copy costs more than the hashing of a
-    short identifier (about 1.4x faster than a copied OpenSSL HMAC context, 2x ``hmac.new``).
-    Digests go straight into one buffer: no per-value list entry to join afterwards.
-    """
-    block = 64
-    if len(key) > block:
-        key = hashlib.sha256(key).digest()
-    key = key.ljust(block, b"\0")
-    inner_copy = _SHA256(bytes(b ^ 0x36 for b in key)).copy
-    outer_copy = _SHA256(bytes(b ^ 0x5C for b in key)).copy
-    out = bytearray()
-    extend = out.extend
-
-    def one(value: bytes) -> None:
-        i = inner_copy()
-        i.update(value)
-        o = outer_copy()
-        o.update(i.digest())
-        extend(o.digest())
-
-    deque(map(one, values), maxlen=0)
-    return bytes(out)
+    """The 32-byte HMAC-SHA256 (RFC 2104) of each value, concatenated
+    (:func:`~.sha256_kernel.hmac_sha256_matrix`: the key schedule once, the values compiled)."""
+    return hmac_sha256_matrix(key, pa.array(values, type=pa.large_binary())).tobytes()
 
 
 def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
@@ -72,10 +41,10 @@ def hmac_digests(key: bytes, values: list[bytes]) -> list[bytes]:
     return [raw[i:i + 32] for i in range(0, len(raw), 32)]
 
 
-def _hex_rows(digests: bytes, prefix: str) -> np.ndarray:
-    """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of each 32-byte digest's first 16 bytes."""
-    n = len(digests) // 32
-    return _hex_matrix(np.frombuffer(digests, dtype=np.uint8).reshape(n, 32)[:, :HMAC_BYTES], prefix)
+def _hex_rows(digests: np.ndarray, prefix: str) -> np.ndarray:
+    """A (n, len(prefix) + 32) uint8 matrix: ``prefix`` + hex of the first 16 bytes of each row
+    of the (n, 32) digests."""
+    return _hex_matrix(digests[:, :HMAC_BYTES], prefix)
 
 
 def _hex_matrix(raw: np.ndarray, prefix: str) -> np.ndarray:
@@ -118,7 +87,7 @@ def hmac_pseudonyms(key: bytes, values: list[bytes], prefix: str = "") -> pa.Arr
     n = len(values)
     if n == 0:
         return pa.array([], type=pa.large_string())
-    rows = _hex_rows(hmac_concat(key, values), prefix)
+    rows = _hex_rows(hmac_sha256_matrix(key, pa.array(values, type=pa.large_binary())), prefix)
     return _rows_to_strings(rows, None, np.ones(n, dtype=bool))
 
 
@@ -158,13 +127,13 @@ def _hmac_column(key: bytes, normalized: pa.Array, prefix: str, dedupe: bool | N
                  count: bool) -> tuple[pa.Array, int | None]:
     """:func:`hmac_column`; the count may be None when ``count`` is false."""
     if dedupe is None:
-        dedupe = repeats_enough_to_deduplicate(normalized)
+        dedupe = repeats_enough_to_deduplicate(normalized, min_multiplicity=HMAC_DEDUPE_MIN_MULTIPLICITY)
     if dedupe:
         encoded = normalized.dictionary_encode()
-        distinct = encoded.dictionary.cast(pa.large_binary()).to_pylist()
-        if not distinct:
+        distinct = encoded.dictionary
+        if not len(distinct):
             return pa.nulls(len(normalized), type=pa.large_string()), 0
-        rows = _hex_rows(hmac_concat(key, distinct), prefix)
+        rows = _hex_rows(hmac_sha256_matrix(key, distinct), prefix)
         indices = encoded.indices
         valid = indices.is_valid().to_numpy(zero_copy_only=False)
         codes = indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
@@ -172,14 +141,14 @@ def _hmac_column(key: bytes, normalized: pa.Array, prefix: str, dedupe: bool | N
     present = normalized.drop_null()
     if len(present) == 0:
         return pa.nulls(len(normalized), type=pa.large_string()), 0
-    raw = hmac_concat(key, present.cast(pa.large_binary()).to_pylist())
-    rows = _hex_rows(raw, prefix)
+    digests = hmac_sha256_matrix(key, present)
+    rows = _hex_rows(digests, prefix)
     valid = normalized.is_valid().to_numpy(zero_copy_only=False)
     if not count:  # the k-th present row takes digest k
         return _rows_to_strings(rows, None, valid), None
     # distinct identifiers = distinct digests; 64 of their bits suffice to count them, and a
     # sort (SIMD) then counting changes is far cheaper than np.unique's hash table
-    heads = np.frombuffer(raw, dtype=np.uint64)[::4].copy()
+    heads = digests[:, :8].copy().view(np.uint64).ravel()
     heads.sort()
     distinct = 1 + int(np.count_nonzero(heads[1:] != heads[:-1]))
     return _rows_to_strings(rows, None, valid), distinct

@@ -93,6 +93,21 @@ def test_pseudonyms_are_the_pandas_engines_byte_for_byte(spark_engine, tmp_path)
     assert summary == reference
 
 
+@pytest.mark.usefixtures("master_key")
+def test_a_person_missing_stops_the_step_in_one_line(spark_engine, tmp_path):
+    """A row without a person cannot be composed with earlier releases: the executors refuse it
+    and the driver raises the project's DataError in one line."""
+    from anon_dagster.errors import DataError
+
+    raw = identifiers(40)
+    raw["number"] = raw["number"].astype(str)
+    raw.loc[7, "number"] = "  "  # empty after normalization
+    with pytest.raises(DataError) as err:
+        on_spark(spark_engine, spec_for(tmp_path), raw, tmp_path, open_keystore())
+    assert "the person column has 1 values missing or empty" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
 def test_executors_with_another_key_store_refuse_in_one_line(spark_engine, tmp_path):
     other = KeyStore(EnvKeyBackend(base64.b64encode(bytes(range(1, 33))).decode()), tmp_path / "state")
     with pytest.raises(SecretError) as err:
