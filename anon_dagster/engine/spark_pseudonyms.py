@@ -156,7 +156,7 @@ def column_pseudonyms(step: ColumnStep, values: pa.Array) -> pa.Array:
     if step.scope == "row":
         result, _ = random_hex_column(arr, step.prefix)
     elif step.method == "hmac":
-        result, _ = hmac_column(executor_key(step.key), arr, step.prefix, count=False)
+        result, _ = hmac_column(executor_key(step.key), arr, step.prefix, count=False, compiled=True)
     else:
         result, _ = siv_column(executor_key(step.key), step.purpose, arr, step.prefix)
     return result.cast(pa.string())
@@ -166,7 +166,8 @@ def distinct_digests(step: ColumnStep, values: pa.Array) -> pa.Array:
     """The keyed digests a scope-row column's identifiers are counted by (never published)."""
     from ..pseudonymize.methods import hmac_column
 
-    digests, _ = hmac_column(executor_key(step.distinct), normalized(values, step.column, step.normalize), count=False)
+    digests, _ = hmac_column(executor_key(step.distinct), normalized(values, step.column, step.normalize),
+                              count=False, compiled=True)
     return digests.cast(pa.string())
 
 
@@ -181,7 +182,7 @@ def linkage_pseudonyms(step: LinkageStep, values: pa.Array) -> pa.Array:
         raise DataError(
             f"the person column has {text.null_count} values missing or empty after normalization: "
             "every published row needs a person to be composed with earlier releases")
-    linked, _ = hmac_column(executor_key(step.key), text, count=False)
+    linked, _ = hmac_column(executor_key(step.key), text, count=False, compiled=True)
     return linked.cast(pa.string())
 
 

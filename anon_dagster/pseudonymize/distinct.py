@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 
 DEDUPE_SAMPLE = 20_000
 DEDUPE_MIN_MULTIPLICITY = 1.5
-# HMAC's compiled kernel keys a row in about a third of what deduplicating it costs: keying each
-# distinct value once pays only from about five rows per identifier (measured on 2M rows:
+# HMAC's compiled kernel (large columns) keys a row in about a third of what deduplicating it
+# costs: keying each distinct value once pays only from about five rows per identifier (measured on 2M rows:
 # 0.45 s against 0.31 s at three rows per identifier, 0.21 s against 0.35 s at ten)
 HMAC_DEDUPE_MIN_MULTIPLICITY = 5.0
 
@@ -27,7 +27,8 @@ def repeats_enough_to_deduplicate(normalized: pa.Array, sample: int = DEDUPE_SAM
 
     Deduplicating (a hash table over the column) costs about a third of encrypting every row
     with AES-SIV; it pays when the mean number of rows per identifier ``r`` exceeds
-    ``min_multiplicity`` (1.5 for AES-SIV, :data:`HMAC_DEDUPE_MIN_MULTIPLICITY` for HMAC). ``r`` is
+    ``min_multiplicity`` (1.5 for AES-SIV and the interpreter's HMAC,
+    :data:`HMAC_DEDUPE_MIN_MULTIPLICITY` for HMAC's compiled kernel). ``r`` is
     estimated from a fixed-seed sample of ``m`` rows out of ``n`` (fraction ``f = m/n``): an
     identifier with ``r`` rows leaves about ``(r-1) f / 2`` duplicates per sampled row, so
     ``r ≈ 1 + 2 d / f`` with ``d`` the sample's duplicate share. Only speed depends on it,

@@ -239,17 +239,26 @@ def binary_buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
+@njit(cache=True)
+def hmac_column_kernel(data, offsets, key_block, k, initial, out):
+    """Every value's HMAC into ``out``: the keyed states once, the short values in lanes, the
+    others one at a time. One compiled entry point, so a process loads one cached library."""
+    inner, outer = keyed_states(key_block, k, initial)
+    lengths = offsets[1:] - offsets[:-1]
+    short = np.flatnonzero(lengths <= SHORT)
+    if len(short):
+        hmac_lanes(data, offsets, short, inner, outer, k, out)
+    if len(short) < len(lengths):
+        hmac_scalar(data, offsets, np.flatnonzero(lengths > SHORT), inner, outer, k, out)
+
+
 def hmac_sha256_matrix(key: bytes, values: pa.Array) -> np.ndarray:
     """A (n, 32) uint8 matrix: row ``i`` the HMAC-SHA256 under ``key`` of value ``i`` (a null is
     keyed as the empty value: callers key present values only)."""
     data, offsets = binary_buffers(values)
-    inner, outer = keyed_states(padded_key(key), ROUND_CONSTANTS, INITIAL_STATE)
     out = np.empty((len(offsets) - 1, DIGEST), dtype=np.uint8)
-    short = np.diff(offsets) <= SHORT
-    if short.any():
-        hmac_lanes(data, offsets, np.flatnonzero(short), inner, outer, ROUND_CONSTANTS, out)
-    if not short.all():
-        hmac_scalar(data, offsets, np.flatnonzero(~short), inner, outer, ROUND_CONSTANTS, out)
+    if len(out):
+        hmac_column_kernel(data, offsets, padded_key(key), ROUND_CONSTANTS, INITIAL_STATE, out)
     return out
 
 
