@@ -82,7 +82,8 @@ def compiled_for(n: int) -> bool:
 
 
 def hmac_sha256_matrix(key: bytes, values: pa.Array, compiled: bool | None = None) -> np.ndarray:
-    """The (n, 32) HMAC-SHA256 digests of an Arrow binary or string column.
+    """The (n, 32) HMAC-SHA256 digests of an Arrow binary or string column (a null keyed as the
+    empty value).
 
     ``compiled``: by the compiled kernel (:func:`.sha256_kernel.hmac_sha256_matrix`), or by the
     interpreter (:func:`interpreted_hmac_concat`); None chooses the kernel when this process has
@@ -95,7 +96,8 @@ def hmac_sha256_matrix(key: bytes, values: pa.Array, compiled: bool | None = Non
         from .sha256_kernel import hmac_sha256_matrix as kernel
 
         return kernel(key, values)
-    raw = interpreted_hmac_concat(key, values.cast(pa.large_binary()).to_pylist())
+    # a null keyed as the empty value, as the kernel reads it (callers key present values only)
+    raw = interpreted_hmac_concat(key, values.cast(pa.large_binary()).fill_null(b"").to_pylist())
     return np.frombuffer(raw, dtype=np.uint8).reshape(len(values), 32)
 
 

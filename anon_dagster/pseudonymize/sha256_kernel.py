@@ -229,10 +229,13 @@ def padded_key(key: bytes) -> np.ndarray:
 
 
 def binary_buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """The data bytes and the ``n + 1`` offsets of a binary or string Arrow array (a slice's own)."""
+    """The data bytes and the ``n + 1`` offsets of a binary or string Arrow array (a slice's own;
+    a null as the empty value)."""
     arr = values.cast(pa.large_binary()) if not pa.types.is_large_binary(values.type) else values
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    if arr.null_count:  # a null's slot may hold bytes (Arrow allows it): read as the empty value
+        arr = arr.fill_null(b"")
     _, offsets_buffer, data_buffer = arr.buffers()
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)

@@ -61,8 +61,10 @@ def test_strings_are_keyed_as_their_utf8_bytes(compiled):
 
 
 @pytest.mark.parametrize("compiled", COMPILED)
-def test_empty_column(compiled):
+def test_empty_column_and_nulls(compiled):
     assert hmac_sha256_matrix(b"k", pa.array([], pa.binary()), compiled).shape == (0, 32)
+    got = rows(hmac_sha256_matrix(b"k", pa.array([b"a", None, b""], pa.binary()), compiled))
+    assert got == reference(b"k", [b"a", b"", b""])  # both paths read a null as the empty value
 
 
 def test_the_kernel_is_chosen_for_a_large_column_or_once_loaded(monkeypatch):
