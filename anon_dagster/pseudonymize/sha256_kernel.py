@@ -46,17 +46,29 @@ ROUND_CONSTANTS = np.array([
 INITIAL_STATE = np.array([0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A,
                           0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19], dtype=np.int64)
 
+
+def compiled(**options):
+    """numba's ``njit`` with its code cached on disk, or, where no cache folder is writable (a
+    read-only install without a writable home), compiled again in each process."""
+    def wrap(fn):
+        try:
+            return njit(cache=True, **options)(fn)
+        except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+            return njit(**options)(fn)
+    return wrap
+
+
 # Words are held in int64 and masked to 32 bits: every intermediate stays below 2^63, so no
 # unsigned/signed promotion (which numba resolves to floats) enters the arithmetic.
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def rotr(x, n):
     """The 32-bit word ``x`` rotated right by ``n``."""
     return ((x >> n) | (x << (32 - n))) & MASK
 
 
-@njit(cache=True)
+@compiled()
 def compress(state, w, block, at, k):
     """SHA-256's compression of the 64 bytes ``block[at:at + 64]`` into ``state`` (``w``: scratch, ``k``: the round constants)."""
     for t in range(16):
@@ -87,7 +99,7 @@ def compress(state, w, block, at, k):
     state[7] = (state[7] + h) & MASK
 
 
-@njit(cache=True)
+@compiled()
 def keyed_states(padded_key, k, initial):
     """The states after the block ``K ^ ipad`` and after ``K ^ opad`` (``padded_key``: 64 bytes)."""
     w = np.empty(64, np.int64)
@@ -103,7 +115,7 @@ def keyed_states(padded_key, k, initial):
     return inner, outer
 
 
-@njit(cache=True)
+@compiled()
 def hmac_scalar(data, offsets, which, inner, outer, k, out):
     """``out[i]`` = HMAC of value ``i`` (``data[offsets[i]:offsets[i + 1]]``) for each ``i`` of
     ``which``, from the keyed states, one value at a time (any length)."""
@@ -144,7 +156,7 @@ def hmac_scalar(data, offsets, which, inner, outer, k, out):
                 out[i, 4 * j + b] = (word >> (24 - 8 * b)) & 0xFF
 
 
-@njit(cache=True)
+@compiled()
 def compress_lanes(blocks, start, w, regs, state, k):
     """SHA-256's compression of ``blocks[lane]`` (64 bytes each) into ``state[:, lane]``, the
     :data:`LANES` lanes side by side: every step is one loop over the lanes, which the compiler
@@ -181,7 +193,7 @@ def compress_lanes(blocks, start, w, regs, state, k):
             state[r, j] = np.uint32(regs[r, j] + np.uint32(start[r]))
 
 
-@njit(cache=True)
+@compiled()
 def hmac_lanes(data, offsets, which, inner, outer, k, out):
     """:func:`hmac_scalar` for values of at most :data:`SHORT` bytes (one inner block each),
     :data:`LANES` at a time."""
@@ -242,7 +254,7 @@ def binary_buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return data, offsets
 
 
-@njit(cache=True)
+@compiled()
 def hmac_column_kernel(data, offsets, key_block, k, initial, out):
     """Every value's HMAC into ``out``: the keyed states once, the short values in lanes, the
     others one at a time. One compiled entry point, so a process loads one cached library."""

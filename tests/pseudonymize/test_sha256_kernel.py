@@ -94,3 +94,27 @@ def test_column_pseudonyms_are_the_truncated_hex_digests(values, dedupe, compile
     expected = [None if v is None else "v1:" + hmac.new(key, v.encode(), "sha256").hexdigest()[:32] for v in values]
     assert got.to_pylist() == expected
     assert distinct == len({v for v in values if v is not None})
+
+
+def test_without_a_writable_cache_folder_the_kernel_is_compiled_in_the_process(monkeypatch):
+    """numba refuses ``cache=True`` where no cache folder is writable (a read-only install):
+    the kernel is then compiled without a disk cache, and keys the same."""
+    import importlib.util
+
+    import numba
+
+    import anon_dagster.pseudonymize.sha256_kernel as kernel
+
+    real = numba.njit
+
+    def no_cache_folder(*args, **options):
+        if options.get("cache"):
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return real(*args, **options)
+
+    monkeypatch.setattr(numba, "njit", no_cache_folder)
+    spec = importlib.util.spec_from_file_location("sha256_kernel_uncached", kernel.__file__)
+    uncached = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(uncached)
+    values = [b"P0001", b"x" * 80, b""]
+    assert rows(uncached.hmac_sha256_matrix(b"k" * 32, pa.array(values, pa.binary()))) == reference(b"k" * 32, values)
