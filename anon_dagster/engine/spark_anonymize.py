@@ -35,11 +35,6 @@ def check_supported(spec: Any) -> None:
                                       hint="use --engine pandas")
     if getattr(spec.policy, "attacks", None) is not None:
         raise UnsupportedOnEngine("policy.attacks (the release's attacks)", hint="use --engine pandas")
-    for name in spec.pseudonymized:
-        how = spec.columns[name].pseudonymize
-        if how.method.lower() == "token":
-            raise UnsupportedOnEngine(f"columns.{name}.pseudonymize.method: token (the token vault)",
-                                      hint="use hmac or aes_siv, or --engine pandas")
 
 
 def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,

@@ -8,9 +8,11 @@ project's keyed functions, keys re-derived on the executors (:mod:`.spark_pseudo
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -241,12 +243,13 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
         pseudonym_batches,
         pseudonymize_batches,
     )
+    from .spark_tokens import TOKEN_LOOKUP_PURPOSE, attach_tokens
 
     wants_linkage = linkage and spec.composition is not None
     if spec.pseudonymized or wants_linkage:
         check_keystore(spec, keystore)
     df = drop_erased(engine, spec, ingested.df, keystore)
-    steps, summaries, dropped = [], [], []
+    steps, summaries, dropped, tokens = [], [], [], []
     for name in spec.identifiers:
         if name not in df.columns:
             raise DataError(f"{spec.label}: identifier column {name!r} is declared but missing from the data")
@@ -262,15 +265,19 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
         norm = (how.normalize.trim, how.normalize.case, how.normalize.unicode)
         if how.scope == "row":
             key, distinct = None, KeyRequest("internal", DISTINCT_PURPOSE).checked(keystore)
+        elif method == "token":  # no version prefix: a token is no key's function
+            key, distinct, prefix = KeyRequest("internal", TOKEN_LOOKUP_PURPOSE).checked(keystore), None, ""
         else:
             key = KeyRequest("pseudonym", how.purpose, method, version, publication).checked(keystore)
             distinct = None
         steps.append(ColumnStep(name, method=method, scope=how.scope, purpose=how.purpose, key=key,
                                 prefix=prefix, normalize=norm, distinct=distinct))
+        if method == "token":
+            tokens.append((steps[-1], publication))
         summaries.append(ColumnSummary(
             column=name, method=method, purpose=how.purpose,
-            key_version=None if how.scope == "row" else version, rows=0, nulls_kept=0, distinct=0,
-            reversible=method != "hmac", prefix_version=how.prefix_version,
+            key_version=None if method == "token" or how.scope == "row" else version, rows=0, nulls_kept=0,
+            distinct=0, reversible=method != "hmac", prefix_version=how.prefix_version and method != "token",
             pattern=pseudonym_pattern(method, how.prefix_version), scope=how.scope, publication=publication))
     link = None
     if wants_linkage:
@@ -300,11 +307,20 @@ def pseudonymize(engine: SparkDriver, spec: Any, ingested: SparkIngested, keysto
     out = planned = df
     if spec.identifiers or link is not None:
         planned = df.mapInArrow(pseudonymize_batches(plan), T.StructType(fields))
-        out = planned
-        if summaries or link is not None:
-            # computed once: a scope-row pseudonym is random, and the keyed ones cost a pass
-            with pseudonym_batches(engine.spark):
-                out = executor_errors(lambda: planned.localCheckpoint(eager=True))
+        pairs: list[str] = []  # the token columns' (digest, token) tables, until the rows are materialized
+        try:
+            for step, publication in tokens:
+                planned, folder = executor_errors(partial(attach_tokens, engine, df, planned, step, keystore,
+                                                          publication))
+                pairs.append(folder)
+            out = planned
+            if summaries or link is not None:
+                # computed once: a scope-row pseudonym is random, and the keyed ones cost a pass
+                with pseudonym_batches(engine.spark):
+                    out = executor_errors(partial(planned.localCheckpoint, eager=True))
+        finally:
+            for folder in pairs:
+                shutil.rmtree(folder, ignore_errors=True)
     backend = keystore.backend.kind if keystore is not None else None
     return SparkPseudonymized(out, summaries, dropped, backend, planned)
 

@@ -122,7 +122,8 @@ def executor_key(request: KeyRequest) -> bytes:
 class ColumnStep:
     """One identifier column of a batch: dropped, or replaced by its pseudonyms.
 
-    ``method`` hmac or aes_siv, ``scope`` population, release or row, ``key`` the subkey's request
+    ``method`` hmac, aes_siv or token (for a token, the executors make the digest its token is found
+    by: :mod:`.spark_tokens`), ``scope`` population, release or row, ``key`` the subkey's request
     (None for scope row), ``prefix`` the version prefix, ``normalize`` (trim, case, unicode);
     ``distinct`` the request of the key that counts a scope-row column's identifiers.
     """
@@ -155,7 +156,7 @@ def column_pseudonyms(step: ColumnStep, values: pa.Array) -> pa.Array:
     arr = normalized(values, step.column, step.normalize)
     if step.scope == "row":
         result, _ = random_hex_column(arr, step.prefix)
-    elif step.method == "hmac":
+    elif step.method in ("hmac", "token"):  # a token column: the digest its token is found by
         result, _ = hmac_column(executor_key(step.key), arr, step.prefix, count=False, compiled=True)
     else:
         result, _ = siv_column(executor_key(step.key), step.purpose, arr, step.prefix)
