@@ -101,3 +101,25 @@ def test_more_distinct_identifiers_than_the_driver_holds_is_refused_before_minti
     assert "tokens of column 'pid': more than 4 distinct identifiers" in str(err.value)
     assert "max_driver_cells=4" in str(err.value) and "\n" not in str(err.value)
     assert TokenVault.load(keystore, "research", publication_label("tok", None)).forward == {}  # nothing minted
+
+
+def test_check_with_a_token_column_gives_the_pandas_engines_outcome(tmp_path, spark):
+    """``check --engine spark`` over a release whose identifier is tokenized: every check's
+    outcome and figures as on pandas, the tokens from the one vault."""
+    from tests.support.spark_releases import (
+        COLUMNS,
+        check_json,
+        discharges,
+        without_id,
+        write_release,
+    )
+
+    columns = {**COLUMNS, "pid": {"role": "identifier", "pseudonymize": {"method": "token", "purpose": "research"}}}
+    spec = write_release(tmp_path, data=discharges(300, seed=11), columns=columns,
+                         anonymization={"method": "global", "k": 3, "max_suppression": 0.05},
+                         policy={"thresholds": {"k": 3, "l_distinct": 2}})
+    for partition in ("2023", "2024"):
+        code_pandas, on_pandas_ = check_json(spec, "--partition", partition)
+        code_spark, on_spark_ = check_json(spec, "--partition", partition, "--engine", "spark")
+        assert code_spark == code_pandas
+        assert without_id(on_spark_) == without_id(on_pandas_)
