@@ -61,8 +61,7 @@ def read_table(path: str | Path | objectstore.ObjectPath, separator: str | None 
         if fmt == "parquet":
             return _read_parquet(path, text, source)
         if separator is None:
-            head = _first_line(source)
-            separator = max((",", ";", "\t"), key=head.count)
+            separator = sniffed_separator(first_line(source))
         # every cell as its text; only empty cells are missing here, the usual missing-value
         # spellings (NA, null, ...) are applied below to the columns that are not identifiers
         df = pd.read_csv(source, sep=separator, encoding="utf-8-sig", dtype=str, keep_default_na=False,
@@ -96,7 +95,12 @@ def _object_bytes(loc: objectstore.ObjectPath) -> io.BytesIO:
     return io.BytesIO(data)
 
 
-def _first_line(source: Path | io.BytesIO) -> str:
+def sniffed_separator(header: str) -> str:
+    """The csv separator a header line uses: the most frequent of ``,`` ``;`` and tab."""
+    return max((",", ";", "\t"), key=header.count)
+
+
+def first_line(source: Path | io.BytesIO) -> str:
     """The first line of a csv file or of the bytes of one (to sniff its separator)."""
     if isinstance(source, io.BytesIO):
         return source.getvalue().split(b"\n", 1)[0].decode("utf-8-sig")

@@ -70,9 +70,14 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         else:
             fmt = "parquet" if path.is_dir() else (spec.source.format if input_path is None and spec.source.format
                                                     else table_format(path))
-        if fmt not in ("parquet", "delta"):
+        if fmt == "csv":
+            from .spark_csv import read_csv
+
+            df = read_csv(engine, spec, path, spec.source.separator if input_path is None else None)
+        elif fmt not in ("parquet", "delta"):
             raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
-        df = read_delta(engine.spark, path) if fmt == "delta" else read_parquet(engine.spark, path)
+        else:
+            df = read_delta(engine.spark, path) if fmt == "delta" else read_parquet(engine.spark, path)
     path = described or path
     types = dict(df.dtypes)
     for name in text_columns(spec):
