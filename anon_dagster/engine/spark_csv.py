@@ -22,6 +22,8 @@ order, and the rows' positions are their order in the file, as on pandas.
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +34,14 @@ import pyarrow as pa
 from ..errors import DataError
 from .spark_frames import ROW_COLUMN, lookup_frame
 
-TEXT_COLUMN, NUMBER_COLUMN = "__csv_text", "__csv_number"
+TEXT_COLUMN, NUMBER_COLUMN, CORRUPT_COLUMN = "__csv_text", "__csv_number", "__csv_corrupt"
+FIELDS_COLUMN = "__csv_fields"
 
 
 def read_csv(engine: Any, spec: Any, path: Path, separator: str | None) -> Any:
     """The csv file ``path`` on Spark with each row's position, typed as the pandas engine types it."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     from ..io import MISSING_SPELLINGS, first_line, sniffed_separator
     from ..partitions import date_columns, text_columns
@@ -49,25 +53,64 @@ def read_csv(engine: Any, spec: Any, path: Path, separator: str | None) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read as csv: {exc}") from None
     sep = separator or sniffed_separator(header)
-    df = engine.spark.read.csv(str(path), header=True, sep=sep, encoding="UTF-8", quote='"', escape='"',
-                               multiLine=True, inferSchema=False, mode="FAILFAST")
-    names = [c.lstrip("\ufeff") if i == 0 else c for i, c in enumerate(df.columns)]
+    options = {"header": True, "sep": sep, "encoding": "UTF-8", "quote": '"', "escape": '"', "multiLine": True}
+    spelled = engine.spark.read.csv(str(path), inferSchema=False, **options).columns
+    names = [c.lstrip("\ufeff") if i == 0 else c for i, c in enumerate(spelled)]
     if len(set(names)) < len(names):
         raise DataError(f"{path}: the header names a column twice")
+    # every cell as text; a row whose fields differ in number from the header's is kept whole in
+    # the corrupt-record column, so that a row with too many is refused as pandas refuses it
+    schema = T.StructType([*[T.StructField(c, T.StringType()) for c in spelled],
+                           T.StructField(CORRUPT_COLUMN, T.StringType())])
+    df = engine.spark.read.csv(str(path), schema=schema, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT_COLUMN,
+                               **options)
+    df = df.withColumn(ROW_COLUMN, F.monotonically_increasing_id())  # one task: the file's order
+    check_field_counts(df, spelled[0], len(spelled), sep, str(path))
+    df = df.drop(CORRUPT_COLUMN)
     text, dates = set(text_columns(spec)), set(date_columns(spec))
     missing = sorted(MISSING_SPELLINGS)
     columns = []
-    for old, name in zip(df.columns, names, strict=True):
+    for old, name in zip(spelled, names, strict=True):
         cell = F.col(f"`{old}`")
         cell = F.when(cell == "", None).otherwise(cell)  # a quoted empty cell is missing too
         if name not in text:
             cell = F.when(cell.isin(missing), None).otherwise(cell)
         columns.append(cell.alias(name))
-    df = df.select(*columns, F.monotonically_increasing_id().alias(ROW_COLUMN))  # one task: the file's order
+    df = df.select(*columns, F.col(ROW_COLUMN))
     for name in names:
         if name not in text and name not in dates:
             df = numbers_where_lossless(engine, df, name, str(path))
     return df
+
+
+def field_counts(separator: str):
+    """The function ``mapInArrow`` runs over the rows Spark found malformed (position, record
+    text, first cell): each row's position and its number of fields, parsed by Python's csv
+    module with the reader's quoting."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            records = batch.column(1).to_pylist()
+            counts = [len(next(csv.reader([r], delimiter=separator, quotechar='"', doublequote=True), []))
+                      for r in records]
+            yield pa.RecordBatch.from_arrays([batch.column(0), pa.array(counts, pa.int64())],
+                                             names=[ROW_COLUMN, FIELDS_COLUMN])
+    return run
+
+
+def check_field_counts(df: Any, first: str, expected: int, separator: str, source: str) -> None:
+    """DataError, as pandas raises it, for a row with more fields than the header; a row with
+    fewer has its missing cells missing, as on pandas."""
+    from pyspark.sql import functions as F
+
+    # a query of the raw file may not read the corrupt-record column alone: the first column too
+    malformed = df.where(F.col(CORRUPT_COLUMN).isNotNull()).select(ROW_COLUMN, CORRUPT_COLUMN, f"`{first}`")
+    longer = (malformed
+              .mapInArrow(field_counts(separator), f"{ROW_COLUMN} long, {FIELDS_COLUMN} long")
+              .where(F.col(FIELDS_COLUMN) > expected).orderBy(ROW_COLUMN).limit(1).collect())
+    if longer:
+        row, fields = int(longer[0][0]), int(longer[0][1])
+        raise DataError(f"{source}: cannot read as csv: expected {expected} fields in data row {row + 1}, "
+                        f"saw {fields}")
 
 
 def numbers_where_lossless(engine: Any, df: Any, column: str, source: str) -> Any:
@@ -95,4 +138,4 @@ def numbers_where_lossless(engine: Any, df: Any, column: str, source: str) -> An
             .select(*[f"`{c}`" for c in df.columns]))
 
 
-__all__ = ["numbers_where_lossless", "read_csv"]
+__all__ = ["check_field_counts", "field_counts", "numbers_where_lossless", "read_csv"]

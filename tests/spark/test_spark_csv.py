@@ -80,6 +80,23 @@ def test_a_tricky_file_is_read_as_pandas_reads_it(spark_engine, tmp_path):
     assert spark["note"].tolist()[2] == 'two\nlines and "quotes"'
 
 
+def test_a_short_row_has_missing_cells_and_a_long_row_is_refused_in_one_line(spark_engine, tmp_path):
+    from anon_dagster.errors import DataError
+
+    header = ",".join(COLUMNS)
+    (tmp_path / "rows.csv").write_text(f'{header}\nP1,30,08012,1,1.5,a\nP2,31\nP3,32,08013,2,2.5,"b\nc"\n')
+    pandas, spark = both_engines(spark_engine, spec_over(tmp_path))
+    assert_same_table(pandas, spark)
+    assert plain(spark["zip"].tolist()[1]) is None and plain(pandas["zip"].tolist()[1]) is None
+    (tmp_path / "rows.csv").write_text(f'{header}\nP1,30,08012,1,1.5,a\nP2,31\nP3,32,08013,2,2.5,b,extra\n')
+    spec = spec_over(tmp_path)
+    with pytest.raises(DataError, match="Expected 6 fields"):
+        pipeline.ingest(spec)
+    with pytest.raises(DataError) as err:
+        spark_engine.ingest(spec)
+    assert str(err.value) == f"{tmp_path / 'rows.csv'}: cannot read as csv: expected 6 fields in data row 3, saw 7"
+
+
 CELLS = st.sampled_from(["", "NA", "null", "0", "07", "12", "-3", "4.5", "1e3", "x", "A 1", "99999999999999999999",
                          "0.12345678901234567", " 5", "N/A"])
 
