@@ -14,7 +14,7 @@ on the driver, is the only place it comes from. So
    of (digest, token) pairs puts the token in its place.
 
 What Spark holds and may write to its disks or its event log (the pairs' table, under the
-engine's scratch folder while the step runs, the join's plan and broadcast) is keyed digests
+engine's scratch folder while the step runs, the join's plan and shuffle) is keyed digests
 beside tokens, never an identifier beside its token: the mapping stays in the vault.
 """
 
@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .spark_frames import DriverLimit
 from .spark_pseudonyms import ColumnStep, normalized
@@ -76,8 +77,6 @@ def attach_tokens(engine: Any, source: Any, planned: Any, step: ColumnStep, keys
     digests, _ = hmac_column(step.key.derive(keystore), values, count=False)
     folder = engine.scratch / f"tokens-{uuid.uuid4().hex}"
     folder.mkdir(mode=0o700)
-    import pyarrow.parquet as pq
-
     pq.write_table(pa.table({DIGEST_COLUMN: digests.cast(pa.string()), TOKEN_COLUMN: tokens.cast(pa.string())}),
                    folder / "pairs.parquet")
     pairs = engine.spark.read.parquet(str(folder))

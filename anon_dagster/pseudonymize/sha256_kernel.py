@@ -5,7 +5,8 @@ defines it. The two keyed states (the compression of ``K ^ ipad`` and of ``K ^ o
 computed once per column; each value then costs the compression of its own blocks and one more
 for the outer hash: two compressions for a value of at most 55 bytes. CPython pays an
 interpreter round trip, two hash objects and their copies per value (about 0.75 µs); the
-compiled loop reads the values straight from the column's Arrow buffers, about ten times faster,
+compiled loop reads the values straight from the column's Arrow buffers, about four times faster
+(0.25 µs; ten times ``hmac.new`` per value),
 which is what lets a Spark executor or one process key tens of millions of identifiers.
 
 The kernel is checked against :func:`hmac.new` on every length class (empty, one block, the
