@@ -66,9 +66,92 @@ class MondrianCuts:
             hp=[at("hp", i, none2) for i in range(depth)],
             sizes=[at("sizes", i, np.zeros(0, np.int64)) for i in range(depth)])
 
+    @classmethod
+    def stacked(cls, top: MondrianCuts, below: MondrianCuts) -> MondrianCuts:
+        """The cuts of one tree whose first depths are ``top`` and whose nodes at the depth
+        after them are the roots of ``below`` (in order), the rest of the tree."""
+        return cls(roots=top.roots, cuts=top.cuts + below.cuts,
+                   tree_dim=top.tree_dim + below.tree_dim, tree_cut=top.tree_cut + below.tree_cut,
+                   lo=top.lo + below.lo, hi=top.hi + below.hi, hp=top.hp + below.hp,
+                   sizes=top.sizes + below.sizes)
+
     def local_classes(self) -> np.ndarray:
         """Each class's depth (classes numbered in order)."""
         return np.repeat(np.arange(len(self.sizes)), [len(s) for s in self.sizes])
+
+
+@dataclass
+class DepthCuts:
+    """One depth's decisions (:func:`decide_depth`), per node: ``final`` (no cut), ``dim`` the QI
+    cut (-1: final), ``cut`` the highest rank going left, ``lhs`` and ``lhs_cells`` the left half's
+    rows and working cells; ``cuts`` the number of nodes cut."""
+
+    final: np.ndarray
+    dim: np.ndarray
+    cut: np.ndarray
+    lhs: np.ndarray
+    lhs_cells: np.ndarray
+    cuts: int
+
+
+TryDim = Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+
+def decide_depth(dims: Sequence[_Dim], k: int, sizes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 hp: np.ndarray, try_dim: TryDim) -> DepthCuts:
+    """Mondrian's rule for the nodes of one depth, given each node's rows (``sizes``) and, per
+    node and QI, its lowest, highest and highest present rank: a node of fewer than ``2k`` rows
+    or of one value in every QI is final; the others try their QIs from the widest normalized
+    range down, each cut by ``try_dim(j, nodes)`` (:func:`_try_cut` on the working rows, or the
+    same on a node's histogram over QI ``j`` and the sensitive codes), until one is accepted."""
+    D = len(dims)
+    widths = np.zeros((len(sizes), D))
+    for j, d in enumerate(dims):
+        widths[:, j] = d.width(lo[:, j], hp[:, j])
+    decided = sizes < 2 * k  # two halves of k are impossible: final
+    if D:
+        decided |= (hi == lo).all(axis=1)
+    else:
+        decided[:] = True
+    final = decided.copy()
+    dim_order = np.argsort(-widths, axis=1, kind="stable")
+    lhs_all = np.zeros(len(sizes), dtype=np.int64)
+    lhs_cells = np.zeros(len(sizes), dtype=np.int64)
+    dim_all = np.full(len(sizes), -1, dtype=np.int8)
+    cut_all = np.zeros(len(sizes), dtype=np.int64)
+    cuts = 0
+    for attempt in range(D):
+        for j in range(D):
+            sel = (~decided) & (dim_order[:, attempt] == j) & (hi[:, j] > lo[:, j])
+            if not sel.any():
+                continue
+            segs = np.flatnonzero(sel)
+            ok, lhs, left_cells, cut_rank = try_dim(j, segs)
+            decided[segs[ok]] = True
+            lhs_all[segs[ok]] = lhs[ok]
+            lhs_cells[segs[ok]] = left_cells[ok]
+            dim_all[segs[ok]] = j
+            cut_all[segs[ok]] = cut_rank[ok]
+            cuts += int(ok.sum())
+    final |= ~decided  # no QI allows a cut
+    dim_all[final] = -1
+    return DepthCuts(final, dim_all, cut_all, lhs_all, lhs_cells, cuts)
+
+
+def halves_judge(policy: Policy, attributes: Sequence[CodedSensitive], reference: Sequence[np.ndarray]
+                 ) -> Callable[..., np.ndarray]:
+    """``judge(ids, n_groups, sizes, sens_codes, cell_weights)``: per group of cells (``ids``
+    gives each cell's group), whether it misses a per-class criterion of ``policy``."""
+
+    def judge(ids, n_groups: int, sizes: np.ndarray, sens_codes, cell_weights) -> np.ndarray:
+        failing = sizes < policy.k
+        if attributes:
+            pairs = [pairs_from_rows(ids, n_groups, c, a.n_values, ref, a, weights=cell_weights)
+                     for c, a, ref in zip(sens_codes, attributes, reference, strict=True)]
+            failing = evaluate_classes(policy, sizes, pairs).failing
+        return failing
+
+    return judge
 
 
 def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSensitive],
@@ -101,15 +184,7 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
     n = int(sizes.sum())
     w_sens = list(w_sens)
 
-    def half_failing(ids, n_groups: int, sizes: np.ndarray, sens_codes, cell_weights) -> np.ndarray:
-        """Per group: misses a per-class criterion (``ids`` gives each cell's group)."""
-        failing = sizes < k
-        if attributes:
-            pairs = [pairs_from_rows(ids, n_groups, c, a.n_values, ref, a, weights=cell_weights)
-                     for c, a, ref in zip(sens_codes, attributes, reference, strict=True)]
-            failing = evaluate_classes(policy, sizes, pairs).failing
-        return failing
-
+    half_failing = halves_judge(policy, attributes, reference)
     n_classes = 0
     cuts = 0
     roots = len(sizes)
@@ -121,7 +196,6 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
         starts = np.concatenate([[0], np.cumsum(cells)[:-1]]).astype(np.int64)
         lo = np.empty((len(sizes), D), dtype=np.int64)
         hi = np.empty((len(sizes), D), dtype=np.int64)
-        widths = np.zeros((len(sizes), D))
         hp = np.empty((len(sizes), D), dtype=np.int64)  # highest present (non-missing) rank
         for j, d in enumerate(dims):
             lo[:, j] = np.minimum.reduceat(w_rank[j], starts)
@@ -131,34 +205,16 @@ def cut_parts(dims: Sequence[_Dim], policy: Policy, attributes: Sequence[CodedSe
                 hp[:, j] = np.maximum.reduceat(present, starts)
             else:
                 hp[:, j] = hi[:, j]
-            widths[:, j] = d.width(lo[:, j], hp[:, j])
-        decided = sizes < 2 * k  # two halves of k are impossible: final
-        if D:
-            decided |= (hi == lo).all(axis=1)
-        else:
-            decided[:] = True
-        final = decided.copy()
-        dim_order = np.argsort(-widths, axis=1, kind="stable")
-        lhs_all = np.zeros(len(sizes), dtype=np.int64)
-        lhs_cells = np.zeros(len(sizes), dtype=np.int64)
-        dim_all = np.full(len(sizes), -1, dtype=np.int8)
-        cut_all = np.zeros(len(sizes), dtype=np.int64)
-        for attempt in range(D):
-            for j, d in enumerate(dims):
-                sel = (~decided) & (dim_order[:, attempt] == j) & (hi[:, j] > lo[:, j])
-                if not sel.any():
-                    continue
-                segs = np.flatnonzero(sel)
-                ok, lhs, left_cells, cut_rank = _try_cut(d, j, segs, sizes, cells, w_perm, w_rank, w_sens,
-                                                         w_weight, lo[:, j], hi[:, j], half_failing)
-                decided[segs[ok]] = True
-                lhs_all[segs[ok]] = lhs[ok]
-                lhs_cells[segs[ok]] = left_cells[ok]
-                dim_all[segs[ok]] = j
-                cut_all[segs[ok]] = cut_rank[ok]
-                cuts += int(ok.sum())
-        final |= ~decided  # no QI allows a cut
-        dim_all[final] = -1
+
+        def try_dim(j: int, segs: np.ndarray, lo=lo, hi=hi, sizes=sizes, cells=cells,
+                    w_perm=w_perm, w_rank=w_rank, w_sens=w_sens, w_weight=w_weight):
+            return _try_cut(dims[j], j, segs, sizes, cells, w_perm, w_rank, w_sens, w_weight, lo[:, j], hi[:, j],
+                            half_failing)
+
+        depth = decide_depth(dims, k, sizes, lo, hi, hp, try_dim)
+        final, dim_all, cut_all, lhs_all, lhs_cells = (depth.final, depth.dim, depth.cut, depth.lhs,
+                                                       depth.lhs_cells)
+        cuts += depth.cuts
         out.tree_dim.append(dim_all)
         out.tree_cut.append(cut_all[~final])
         f = np.flatnonzero(final)
@@ -291,4 +347,4 @@ def _try_cut(d: _Dim, j: int, segs: np.ndarray, sizes: np.ndarray, cells: np.nda
     return ok, lhs, lhs_cells, cut_rank
 
 
-__all__ = ["MondrianCuts", "cut_parts"]
+__all__ = ["DepthCuts", "MondrianCuts", "cut_parts", "decide_depth", "halves_judge"]

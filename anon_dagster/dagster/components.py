@@ -66,7 +66,7 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
     Attributes (docs/dagster.md): ``config_dir`` (default ``$ANON_DAGSTER_CONFIG``, else
     ``assets_config/``), ``specs``, ``storage_dir``, ``reports_dir``, ``ledger_path``, ``automate``;
     the engine: ``engine`` (``pandas``, the default, or ``spark``), ``spark_master``,
-    ``max_driver_cells``, ``scratch_dir`` (an :class:`~.resources.EngineResource` bound as ``engine``).
+    ``max_driver_cells``, ``max_worker_cells``, ``scratch_dir`` (an :class:`~.resources.EngineResource` bound as ``engine``).
     """
 
     config_dir: str | None = None
@@ -78,6 +78,7 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
     engine: Literal["pandas", "spark"] = "pandas"
     spark_master: str = "local[2]"
     max_driver_cells: int = 50_000_000
+    max_worker_cells: int = 20_000_000
     scratch_dir: str | None = None
 
     def engine_resource(self) -> EngineResource | None:
@@ -85,7 +86,8 @@ class AnonReleaseComponent(dg.Component, dg.Resolvable, dg.Model):
         if self.engine == "pandas":
             return None
         return EngineResource(engine=self.engine, spark_master=self.spark_master,
-                              max_driver_cells=self.max_driver_cells, scratch_dir=self.scratch_dir)
+                              max_driver_cells=self.max_driver_cells, max_worker_cells=self.max_worker_cells,
+                              scratch_dir=self.scratch_dir)
 
     def spec_paths(self, base: Path) -> list[Path] | Path:
         """The spec files, or the folder holding them, resolved against ``base``."""

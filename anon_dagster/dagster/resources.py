@@ -58,6 +58,7 @@ class EngineResource(ConfigurableResource):
     engine: str = "pandas"
     spark_master: str = "local[2]"
     max_driver_cells: int = 50_000_000
+    max_worker_cells: int = 20_000_000
     scratch_dir: str | None = None
     spark: ResourceDependency[Any] = None
 
@@ -69,7 +70,8 @@ class EngineResource(ConfigurableResource):
 
         session = getattr(spark_session, "spark_session", spark_session)
         return open_engine(self.engine, spark_master=self.spark_master, spark=session,
-                           max_driver_cells=self.max_driver_cells, scratch_dir=self.scratch_dir)
+                           max_driver_cells=self.max_driver_cells, max_worker_cells=self.max_worker_cells,
+                           scratch_dir=self.scratch_dir)
 
     def run_engine(self) -> "Engine":
         """The run's engine, on ``spark`` when given: opened once, closed once the run's steps are done."""

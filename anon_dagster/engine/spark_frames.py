@@ -44,6 +44,8 @@ COUNT_COLUMN = "count"
 # a row's position: the file's rank times this, plus its index in the file
 FILE_STRIDE = 1 << 40
 DEFAULT_MAX_DRIVER_CELLS = 50_000_000
+# the most frequency cells (rows x columns) one executor is handed to cut a Mondrian part
+DEFAULT_MAX_WORKER_CELLS = 20_000_000
 KEY_VARIABLES = (ENV_MASTER_KEY, ENV_PASSPHRASE, ENV_KEYSTORE, ENV_VAULT_KEY, "VAULT_TOKEN")
 _PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
 
@@ -288,7 +290,7 @@ def missing_file(path: Path) -> DataError:
 
 
 __all__ = [
-    "COUNT_COLUMN", "DEFAULT_MAX_DRIVER_CELLS", "FILE_STRIDE", "FIRST_COLUMN", "ROW_COLUMN", "DriverLimit",
+    "COUNT_COLUMN", "DEFAULT_MAX_DRIVER_CELLS", "DEFAULT_MAX_WORKER_CELLS", "FILE_STRIDE", "FIRST_COLUMN", "ROW_COLUMN", "DriverLimit",
     "arrow_schema", "arrow_values", "check_session", "collect", "frequency_frame", "lookup_frame",
     "digest_value", "null_safe", "read_parquet", "row_hash", "scratch_folder", "start_session", "table_digest",
     "to_pandas",

@@ -14,9 +14,12 @@ those from frequency tables; then
 - with partition keys, each part's cells are cut on an executor (``groupBy(part).applyInPandas``
   over the cells Spark counted), which sends back the part's distinct QI values with their labels
   and the part's cuts; the rows are labelled by a join on the part and the QI values;
-- without, the table is one part cut on the driver from its frequency table, collected within the
-  driver's budget (``max_driver_cells``, over it refused naming the size); the labels are applied
-  with a broadcast join on the QI values (rows of equal QI values share a class).
+- a part of more cells than ``max_worker_cells`` is first cut on Spark, depth by depth and with
+  the same rule, until each of its nodes fits one executor (:mod:`.spark_mondrian_top`);
+- without partition keys, the table is one part, cut on the driver from its frequency table when
+  that fits the driver's budget (``max_driver_cells``), else on the executors as above; the
+  driver's labels are applied with a broadcast join on the QI values (rows of equal QI values
+  share a class).
 
 The driver concatenates the parts' cuts depth by depth (:meth:`~anon_dagster.anonymize.mondrian_cuts.MondrianCuts.concat`)
 and builds the labels, boxes, cut tree and figures with the pandas engine's code
@@ -38,6 +41,7 @@ import pyarrow as pa
 from ..errors import DataError
 from .spark_frames import (
     COUNT_COLUMN,
+    DriverLimit,
     arrow_values,
     lookup_frame,
     method_columns,
@@ -82,15 +86,21 @@ class Layout:
         from ..anonymize.mondrian_cuts import cut_parts
 
         m = len(frame)
-        ranks = [d.rank[domain_codes(dom, frame[c])] for c, dom, d in zip(self.gen, self.domains, self.dims,
-                                                                            strict=True)]
-        w_rank = np.stack(ranks).astype(np.int64) if ranks else np.zeros((0, m), np.int64)
-        w_sens = [codes[domain_codes(dom, frame[s])].astype(np.int64)
-                  for s, dom, codes in zip(self.sens, self.sens_domains, self.sens_codes, strict=True)]
+        w_rank, w_sens = self.coded(frame)
         row_class = np.full(m, -1, dtype=np.int64)
         cuts = cut_parts(self.dims, self.policy, self.attributes, self.reference, np.arange(m, dtype=np.int64),
                          w_rank, w_sens, np.array([m], dtype=np.int64), row_class, weights=weights)
         return cuts, row_class
+
+    def coded(self, frame: pd.DataFrame) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each row's rank per QI (QIs × rows) and code per sensitive attribute, in the whole
+        table's layout."""
+        ranks = [d.rank[domain_codes(dom, frame[c])] for c, dom, d in zip(self.gen, self.domains, self.dims,
+                                                                            strict=True)]
+        w_rank = np.stack(ranks).astype(np.int64) if ranks else np.zeros((0, len(frame)), np.int64)
+        w_sens = [codes[domain_codes(dom, frame[s])].astype(np.int64)
+                  for s, dom, codes in zip(self.sens, self.sens_domains, self.sens_codes, strict=True)]
+        return w_rank, w_sens
 
     def labels(self, cuts: Any, row_class: np.ndarray) -> dict[str, np.ndarray]:
         """Each row's published label per QI (:func:`~anon_dagster.anonymize.mondrian_labels.class_labels`)."""
@@ -184,10 +194,10 @@ def anonymize_mondrian(engine: SparkDriver, spec: Any, pseudonymized: SparkPseud
         except MondrianNoSolution as exc:
             raise NoSolution(f"{spec.label}: {exc}") from None
         layout = Layout(gen, domains, dims, sens, sens_domains, sens_codes, coded, pol, reference)
-        if pks:
-            published, cuts = _on_executors(engine, df, freq, schema, pks, reps, failing, layout)
-        else:
-            published, cuts = _on_driver(engine, df, gen, sens, layout)
+        done = None if pks else _on_driver(engine, df, gen, sens, layout)
+        if done is None:
+            done = _on_executors(engine, df, freq, schema, pks, reps, failing, part_sizes, layout)
+        published, cuts = done
         m = finish(dims, MondrianCuts.concat([cuts[p] for p in sorted(cuts)], len(dims)), None,
                    np.zeros(0, dtype=bool), too_small)
         runs[pol.k] = (published, failing, cuts)
@@ -253,37 +263,67 @@ def _weighted_pairs(part_of: np.ndarray, n_parts: int, codes: np.ndarray, attrib
 
 
 def _on_executors(engine: SparkDriver, df: Any, freq: pd.DataFrame, schema: pa.Schema, pks: list[str],
-                  reps: np.ndarray, failing: np.ndarray, layout: Layout) -> tuple[Any, dict[int, Any]]:
+                  reps: np.ndarray, failing: np.ndarray, part_sizes: np.ndarray,
+                  layout: Layout) -> tuple[Any, dict[int, Any]]:
     """Each part kept cut on an executor from its frequency cells over the QIs and sensitive
-    attributes (a part of any number of rows needs its distinct cells only): the rows labelled
-    by a join on the part and the QI values (persisted), and the parts' cuts."""
+    attributes (a part of any number of rows needs its distinct cells only), a part of more
+    cells than ``max_worker_cells`` first cut on Spark until its nodes fit
+    (:mod:`.spark_mondrian_top`): the rows labelled by a join on the part and the QI values
+    (persisted), and the parts' cuts. Without partition keys the table is one part."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    from ..anonymize.mondrian_cuts import MondrianCuts
+    from .spark_mondrian_top import UNIT_COLUMN, top_cuts
+
     kept = np.flatnonzero(~failing)
     spark_types = {f.name: f.dataType for f in df.schema.fields}
-    keys = {f"__pk{i}": arrow_values(freq[c].to_numpy(dtype=object)[reps[kept]], schema.field(c).type)
-            for i, c in enumerate(pks)}
-    keys[PART_COLUMN] = pa.array(kept, type=pa.int64())
-    lookup = lookup_frame(engine.spark, keys, {f"__pk{i}": spark_types[c] for i, c in enumerate(pks)})
-    pairs = [(c, f"__pk{i}") for i, c in enumerate(pks)]
-    tagged = (df.join(F.broadcast(lookup), on=null_safe(df, lookup, pairs), how="inner")
-              .drop(*[f"__pk{i}" for i in range(len(pks))]))
+    if pks:
+        keys = {f"__pk{i}": arrow_values(freq[c].to_numpy(dtype=object)[reps[kept]], schema.field(c).type)
+                for i, c in enumerate(pks)}
+        keys[PART_COLUMN] = pa.array(kept, type=pa.int64())
+        lookup = lookup_frame(engine.spark, keys, {f"__pk{i}": spark_types[c] for i, c in enumerate(pks)})
+        pairs = [(c, f"__pk{i}") for i, c in enumerate(pks)]
+        tagged = (df.join(F.broadcast(lookup), on=null_safe(df, lookup, pairs), how="inner")
+                  .drop(*[f"__pk{i}" for i in range(len(pks))]))
+    else:
+        tagged = df.withColumn(PART_COLUMN, F.lit(0).cast(T.LongType()))
     columns = list(dict.fromkeys(layout.gen + layout.sens))
     cells = tagged.groupBy(PART_COLUMN, *[f"`{c}`" for c in columns]).agg(F.count(F.lit(1)).alias(COUNT_COLUMN))
     values = [f"__value{i}" for i in range(len(layout.gen))]
     cells = cells.select(F.col(PART_COLUMN), *[F.col(f"`{c}`") for c in columns], F.col(COUNT_COLUMN),
                          *[F.col(f"`{c}`").alias(v) for c, v in zip(layout.gen, values, strict=True)])
-    out_schema = T.StructType([T.StructField(PART_COLUMN, T.LongType(), False),
+    width = len(columns) + 1  # what a worker holds of each cell: its values and rows
+    # a part's cells are at most its rows: only parts of more rows than a worker's cells are counted
+    maybe = [int(p) for p in kept if int(part_sizes[p]) * width > engine.max_worker_cells]
+    big: list[int] = []
+    if maybe:
+        cells = cells.persist()
+        counted = cells.filter(F.col(PART_COLUMN).isin(maybe)).groupBy(PART_COLUMN).count().collect()
+        big = sorted(int(r[PART_COLUMN]) for r in counted if int(r["count"]) * width > engine.max_worker_cells)
+    shipped = cells.withColumn(UNIT_COLUMN, F.col(PART_COLUMN))
+    top = None
+    if big:
+        top = top_cuts(engine, cells, layout, PART_COLUMN, big, width, unit_base=int(part_sizes.size))
+        shipped = shipped.filter(~F.col(PART_COLUMN).isin(big)).unionByName(top.shipped)
+    out_schema = T.StructType([T.StructField(UNIT_COLUMN, T.LongType(), False),
+                               T.StructField(PART_COLUMN, T.LongType(), False),
                                *[T.StructField(v, spark_types[c], True) for c, v in zip(layout.gen, values,
                                                                                         strict=True)],
                                *[T.StructField(f"__label{i}", T.StringType(), True) for i in range(len(layout.gen))],
                                T.StructField(CUTS_COLUMN, T.BinaryType(), True)])
-    labelled = cells.groupBy(PART_COLUMN).applyInPandas(part_function(layout, [PART_COLUMN, *values]), out_schema)
-    labelled = labelled.persist()
-    cuts = {int(r[PART_COLUMN]): pickle.loads(r[CUTS_COLUMN])
-            for r in labelled.filter(F.col(CUTS_COLUMN).isNotNull()).select(PART_COLUMN, CUTS_COLUMN).collect()}
-    labels = labelled.drop(CUTS_COLUMN).withColumnRenamed(PART_COLUMN, "__label_part")
+    labelled = shipped.groupBy(UNIT_COLUMN).applyInPandas(
+        part_function(layout, [UNIT_COLUMN, PART_COLUMN, *values]), out_schema).persist()
+    unit_cuts = {int(r[UNIT_COLUMN]): pickle.loads(r[CUTS_COLUMN])
+                 for r in labelled.filter(F.col(CUTS_COLUMN).isNotNull()).select(UNIT_COLUMN, CUTS_COLUMN).collect()}
+    cuts = {p: c for p, c in unit_cuts.items() if p < part_sizes.size and p not in big}
+    for p in big:
+        below = MondrianCuts.concat([unit_cuts[u] for u in top.frontier[p]], len(layout.dims))
+        cuts[p] = MondrianCuts.stacked(top.trees[p], below)
+    labels = labelled.drop(CUTS_COLUMN, UNIT_COLUMN)
+    if top is not None and top.labels is not None:
+        labels = labels.unionByName(top.labels)
+    labels = labels.withColumnRenamed(PART_COLUMN, "__label_part")
     on = null_safe(tagged, labels, [(PART_COLUMN, "__label_part"),
                                     *[(c, v) for c, v in zip(layout.gen, values, strict=True)]])
     out = tagged.join(labels, on=on, how="inner")
@@ -293,21 +333,25 @@ def _on_executors(engine: SparkDriver, df: Any, freq: pd.DataFrame, schema: pa.S
     out = out.persist()
     out.count()  # materialized while the labels are held, then they are let go
     labelled.unpersist()
+    if maybe:
+        cells.unpersist()
     return out, cuts
 
 
 def _on_driver(engine: SparkDriver, df: Any, gen: list[str], sens: list[str],
-               layout: Layout) -> tuple[Any, dict[int, Any]]:
+               layout: Layout) -> tuple[Any, dict[int, Any]] | None:
     """The whole table as one part on the driver, cut from its frequency table over the QIs and
     sensitive attributes (each cell weighted by its rows: the cuts of the rows, whatever their
-    number), collected within ``max_driver_cells`` (over it, refused naming the table's size);
-    the labels applied by a broadcast join on the QI values."""
+    number), the labels applied by a broadcast join on the QI values; ``None`` when that table
+    is over ``max_driver_cells`` (the table is then cut as one part on the executors)."""
     from pyspark.sql import functions as F
 
     columns = list(dict.fromkeys(gen + sens))
-    freq, schema = engine.frequencies(df, columns, first_row=False,
-                                      what="Mondrian without partition keys cuts on the driver the frequency "
-                                           "table of the QIs and sensitive attributes, which")
+    try:
+        freq, schema = engine.frequencies(df, columns, first_row=False,
+                                          what="the frequency table of the QIs and sensitive attributes")
+    except DriverLimit:
+        return None
     counts = freq[COUNT_COLUMN].to_numpy(np.int64)
     cuts, cell_class = layout.cut(freq[columns].reset_index(drop=True), counts)
     labels = layout.labels(cuts, cell_class)

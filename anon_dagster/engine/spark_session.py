@@ -25,6 +25,7 @@ from .base import DEFAULT_SPARK_MASTER
 from .spark_frames import (
     COUNT_COLUMN,
     DEFAULT_MAX_DRIVER_CELLS,
+    DEFAULT_MAX_WORKER_CELLS,
     FIRST_COLUMN,
     collect,
     digest_value,
@@ -72,14 +73,16 @@ class SparkDriver:
     ``spark``: a SparkSession to use (the engine then never stops it); without one the engine
     starts one on ``master`` (``local[2]`` by default) with ``conf`` and stops it on
     :meth:`close`. ``max_driver_cells``: the largest frequency table (rows × columns) the driver
-    reads; a larger one is refused naming its size. ``scratch_dir``: where Spark writes the
+    reads; a larger one is refused naming its size. ``max_worker_cells``: the most frequency cells
+    (rows × columns) one executor is handed to cut a Mondrian part; a larger part's first cuts
+    are made on Spark (:mod:`.spark_mondrian_top`). ``scratch_dir``: where Spark writes the
     frequency tables the driver reads (a fresh temporary folder by default: a local master; on a
     cluster, a folder the driver and the executors share).
     """
 
     def __init__(self, spark: Any = None, *, master: str = DEFAULT_SPARK_MASTER,
                  max_driver_cells: int = DEFAULT_MAX_DRIVER_CELLS, scratch_dir: str | Path | None = None,
-                 conf: dict[str, str] | None = None, app_name: str = "anon_dagster"):
+                 max_worker_cells: int = DEFAULT_MAX_WORKER_CELLS, conf: dict[str, str] | None = None, app_name: str = "anon_dagster"):
         try:
             import pyspark  # noqa: F401
         except ImportError:
@@ -88,6 +91,7 @@ class SparkDriver:
         self._own = spark is None
         self.master = master
         self.max_driver_cells = int(max_driver_cells)
+        self.max_worker_cells = int(max_worker_cells)
         self._scratch_dir = scratch_dir
         self._scratch: Path | None = None
         self._conf = dict(conf or {})

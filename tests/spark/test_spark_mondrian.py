@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anon_dagster.engine.spark_engine import published_columns
-from anon_dagster.engine.spark_frames import DriverLimit
+from anon_dagster.engine import spark_mondrian
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
+from tests.support.spark_mondrian import CASES, assert_same, both
 from tests.support.spark_releases import (
     COLUMNS,
     PARTITION_KEYS,
@@ -28,44 +28,6 @@ from tests.support.spark_releases import (
 )
 
 pytestmark = pytest.mark.usefixtures("master_key")
-
-def both(spark_engine, spec, partition: str = "2024", relax: bool = True):
-    keystore = open_keystore()
-    ingested = pipeline.ingest(spec, partition)
-    pandas = pipeline.anonymize(spec, pipeline.pseudonymize(spec, ingested.data, keystore, partition=partition).data,
-                                relax=relax)
-    pseudo = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, partition), keystore, partition=partition)
-    spark = spark_engine.anonymize(spec, pseudo, relax=relax)
-    published = spark.df.select(*[f"`{c}`" for c in published_columns(spark.df)]).toArrow().to_pandas()
-    return pandas, spark, published
-
-
-def assert_same(pandas, spark, published) -> None:
-    """Equal labels, record and suppression (the record's hashes and timing aside)."""
-    assert spark.record.mondrian == pandas.record.mondrian
-    assert spark.record.utility == pandas.record.utility
-    assert spark.record.classes == pandas.record.classes
-    assert spark.record.suppression == pandas.record.suppression
-    assert (spark.record.rows_in, spark.record.rows_out) == (pandas.record.rows_in, pandas.record.rows_out)
-    assert spark.record.policy_unreachable == pandas.record.policy_unreachable
-    assert spark.suppressed == pandas.suppressed
-    assert published_rows(published) == published_rows(publishable_view(pandas.data))
-    gen = pandas.record.quasi_identifiers
-    for c in gen:
-        if c in spark.categories:
-            assert spark.categories[c] == [str(v) for v in pandas.data[c].cat.categories]
-
-
-CASES = {
-    "k within partition keys": ({"k": 4, "max_suppression": 0.05}, {"k": 4}, COLUMNS),
-    "l and t against the whole table": ({"k": 3, "max_suppression": 0.1},
-                                        {"k": 3, "l_distinct": 2, "t_closeness": 0.3}, COLUMNS),
-    "prosecutor_avg raises the part size": ({"k": 2, "max_suppression": 0.05}, {"k": 2, "prosecutor_avg": 0.15},
-                                            COLUMNS),
-    "no partition keys (on the driver)": ({"k": 5}, {"k": 5, "l_distinct": 2},
-                                          {**COLUMNS, "region": {"role": "quasi"}}),
-}
-
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_same_labels_record_and_suppression(spark_engine, tmp_path, case):
@@ -101,7 +63,8 @@ def test_the_gate_outcome_is_the_pandas_engines(tmp_path):
         assert code_s == code_p
 
 
-def test_without_partition_keys_the_driver_cuts_the_frequency_cells_not_the_rows(spark_engine, tmp_path):
+def test_without_partition_keys_the_driver_cuts_the_frequency_cells_not_the_rows(spark_engine, tmp_path,
+                                                                                  monkeypatch):
     columns = {**COLUMNS, "region": {"role": "quasi"}}
     spec = load_spec(write_release(tmp_path, columns=columns, anonymization={"method": "mondrian", "k": 3},
                                    policy={"thresholds": {"k": 3}}))
@@ -115,11 +78,17 @@ def test_without_partition_keys_the_driver_cuts_the_frequency_cells_not_the_rows
     done = spark_engine.anonymize(spec, pseudo, relax=False)
     assert published_rows(done.df.toPandas()[list(on_pandas.data.columns)]) == published_rows(on_pandas.data)
     assert done.record.to_json()["mondrian"] == on_pandas.record.to_json()["mondrian"]
-    spark_engine.max_driver_cells = 100  # the frequency table itself is over it: refused naming its size
+    # the frequency table itself over the driver's budget: the table is cut as one part on the
+    # executors instead, with the same result
+    spark_engine.max_driver_cells = 300
+    calls = []
+    real = spark_mondrian._on_executors
+    monkeypatch.setattr(spark_mondrian, "_on_executors", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     fresh = spark_engine.pseudonymize(spec, spark_engine.ingest(spec, "2024"), open_keystore(), partition="2024")
-    with pytest.raises(DriverLimit, match=r"Mondrian without partition keys cuts on the driver the frequency table "
-                                          r"of the QIs and sensitive attributes, which has \d+ rows x \d+ columns"):
-        spark_engine.anonymize(spec, fresh, relax=False)
+    done = spark_engine.anonymize(spec, fresh, relax=False)
+    assert calls == [1]
+    assert published_rows(done.df.toPandas()[list(on_pandas.data.columns)]) == published_rows(on_pandas.data)
+    assert done.record.to_json()["mondrian"] == on_pandas.record.to_json()["mondrian"]
 
 
 def test_adult_by_sex_equals_the_pandas_engine(spark_engine, tmp_path, adult_dir):
