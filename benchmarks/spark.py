@@ -42,14 +42,16 @@ is printed: on a shared machine the wall clock also counts time spent waiting fo
 
     .venv/bin/python benchmarks/spark.py [--rows 1000000 10000000] [--master local[2]] [--folder DIR]
         [--steps risk gate pseudonyms pram mondrian release] [--repeats 1] [--skip-pandas-above N]
-        [--driver-memory 6g] [--max-driver-cells N] [--duckdb-threads N]
+        [--driver-memory 6g] [--max-driver-cells N] [--max-worker-cells N] [--duckdb-threads N]
 
 ``--repeats`` runs each step that many times per engine and prints the medians (the peaks are
 the highest of all runs). ``--max-driver-cells`` sets the Spark engine's bound on what the
 driver holds: the generated table's bottom frequency table (the search's starting table) is
 nearly as long as the table, so the gate and the release at 10M rows and more need it raised
 (e.g. 1,000,000,000); the release's published rows are streamed through the driver one row
-group at a time, whatever the bound.
+group at a time, whatever the bound. ``--max-worker-cells`` sets the most frequency cells one
+executor is handed to cut a Mondrian part: below a part's cells, its first depths are cut on
+Spark (docs/scale.md, Mondrian).
 """
 
 from __future__ import annotations
@@ -292,6 +294,8 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="6g", help="spark.driver.memory, the JVM's -Xmx (default 6g)")
     parser.add_argument("--max-driver-cells", type=int, default=None,
                         help="the Spark engine's max_driver_cells (default the engine's)")
+    parser.add_argument("--max-worker-cells", type=int, default=None,
+                        help="the Spark engine's max_worker_cells (default the engine's)")
     parser.add_argument("--duckdb-threads", type=int, default=None, help="default: the master's cores")
     args = parser.parse_args()
     os.environ.setdefault("ANON_DAGSTER_MASTER_KEY", base64.b64encode(bytes(range(32))).decode())
@@ -299,14 +303,15 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("ANON_DAGSTER_KEYSTORE_STATE", str(folder / "keystate"))
     keystore = open_keystore()
-    limits = {} if args.max_driver_cells is None else {"max_driver_cells": args.max_driver_cells}
+    limits = {name: value for name, value in (("max_driver_cells", args.max_driver_cells),
+                                              ("max_worker_cells", args.max_worker_cells)) if value is not None}
     engine = SparkEngine(master=args.master, conf={"spark.driver.memory": args.driver_memory},
                          scratch_dir=folder / "scratch", **limits)
     threads = args.duckdb_threads or master_cores(args.master)
     with Timer() as t:
         engine.spark.range(1).count()
     print(f"Spark session on {args.master}: {t.wall:.1f} s; spark.driver.memory (JVM -Xmx) {args.driver_memory}; "
-          f"max_driver_cells {engine.max_driver_cells:,}; DuckDB {duckdb.__version__} on {threads} threads; "
+          f"max_driver_cells {engine.max_driver_cells:,}; max_worker_cells {engine.max_worker_cells:,}; DuckDB {duckdb.__version__} on {threads} threads; "
           f"load average {load()}; median of {args.repeats} run(s) per engine and step")
     print("| rows | step | pandas wall | pandas CPU | pandas peak RSS | Spark wall | Spark CPU | driver peak RSS | "
           "JVM peak RSS | workers peak RSS | equal | load average |")

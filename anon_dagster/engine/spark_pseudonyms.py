@@ -173,18 +173,12 @@ def distinct_digests(step: ColumnStep, values: pa.Array) -> pa.Array:
 
 
 def linkage_pseudonyms(step: LinkageStep, values: pa.Array) -> pa.Array:
-    """The ledger's linkage pseudonyms of the person column; DataError for a person missing."""
-    from ..pseudonymize.methods import hmac_column
+    """The ledger's linkage pseudonyms of the person column
+    (:func:`~anon_dagster.release.ledger.linkage.keyed_persons`: DataError for a person missing)."""
+    from ..release.ledger.linkage import keyed_persons
 
     text = normalized(values, step.person, step.normalize)
-    if text.null_count:
-        from ..errors import DataError
-
-        raise DataError(
-            f"the person column has {text.null_count} values missing or empty after normalization: "
-            "every published row needs a person to be composed with earlier releases")
-    linked, _ = hmac_column(executor_key(step.key), text, count=False, compiled=True)
-    return linked.cast(pa.string())
+    return keyed_persons(text, executor_key(step.key), compiled=True, count=False).cast(pa.string())
 
 
 def normalized(values: pa.Array, name: str, how: tuple[bool, str, str]) -> pa.Array:

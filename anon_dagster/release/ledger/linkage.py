@@ -59,13 +59,21 @@ def linkage_pseudonyms(values: pd.Series | Sequence[object], key: bytes, *,
     norm = normalize if normalize is not None else Normalization()
     text = normalize_identifiers(pd.Series(values, copy=False), trim=norm.trim, case=norm.case, unicode=norm.unicode,
                                  column="composition.person")
+    return keyed_persons(text, bytes(key)).to_numpy(zero_copy_only=False).astype(object, copy=False)
+
+
+def keyed_persons(text: Any, key: bytes, *, compiled: bool | None = None, count: bool = True) -> Any:
+    """The linkage pseudonyms (an Arrow column) of person values already normalized
+    (``text``, Arrow); a value missing or empty after normalization is refused
+    (:func:`linkage_pseudonyms`). ``compiled`` and ``count``: as
+    :func:`~anon_dagster.pseudonymize.keyed_hash.hmac_column`'s."""
     if text.null_count:
         raise DataError(
             f"the person column has {text.null_count} values missing or empty after normalization: "
             "every published row needs a person to be composed with earlier releases"
         )
-    out, _ = hmac_column(bytes(key), text)
-    return out.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    out, _ = hmac_column(key, text, count=count, compiled=compiled)
+    return out
 
 
 def dataset_hash(df: pd.DataFrame) -> str:
