@@ -13,7 +13,8 @@ The rows stay on Spark. Each step that needs to look at them asks Spark for a fr
   Spark before it is read, built at ``anonymization.min_levels`` when declared), the chosen node
   applied by Spark with broadcast label maps, the failing classes suppressed by an anti-join;
   (Mondrian) each partition-key part cut on an executor by the project's Mondrian with the whole
-  table's layout, the parts' cuts joined on the driver into the record (:mod:`.spark_mondrian`);
+  table's layout, the parts' cuts joined on the driver into the record (:mod:`.spark_mondrian`),
+  the first depths of a part too large for one executor cut on Spark (:mod:`.spark_mondrian_top`);
   (microaggregation) each block of equal partition keys and categorical QIs aggregated on an
   executor by the project's MDAV, its rows in source order, one block on the driver, l and t
   judged on the driver from the aggregated classes (:mod:`.spark_microaggregation`);
