@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import base64
 import itertools
+import logging
 import operator
 import os
 import sys
@@ -298,6 +299,9 @@ def main() -> None:
                         help="the Spark engine's max_worker_cells (default the engine's)")
     parser.add_argument("--duckdb-threads", type=int, default=None, help="default: the master's cores")
     args = parser.parse_args()
+    # Mondrian says how many depths it cut on Spark (parts over max_worker_cells), counts only
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
+    logging.getLogger("anon_dagster.engine.spark_mondrian_top").setLevel(logging.INFO)
     os.environ.setdefault("ANON_DAGSTER_MASTER_KEY", base64.b64encode(bytes(range(32))).decode())
     folder = Path(args.folder or tempfile.mkdtemp(prefix="anon-dagster-bench-"))
     folder.mkdir(parents=True, exist_ok=True)

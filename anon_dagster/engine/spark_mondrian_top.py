@@ -25,6 +25,7 @@ QI tried (each read within ``max_driver_cells``).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ from .spark_session import SparkDriver
 NODE_COLUMN = "__node"
 TOP_CLASS_COLUMN = "__top_class"
 UNIT_COLUMN = "__unit"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -94,10 +97,12 @@ def top_cuts(engine: SparkDriver, cells: Any, layout: Any, part_column: str, big
     levels: list[tuple[np.ndarray, Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     n_classes = 0
     class_boxes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    largest = 0
     while len(node_root):
         stats = _node_figures(engine, work, dims, ranks, len(node_root))
         sizes = stats["rows"].to_numpy(np.int64)
         node_cells = stats["cells"].to_numpy(np.int64)
+        largest = largest or int(node_cells.max())
         if (node_cells * width <= engine.max_worker_cells).all():
             break
         lo, hi, hp = (np.stack([stats[f"{x}{j}"].to_numpy(np.int64) for j in range(D)], axis=1)
@@ -149,6 +154,10 @@ def top_cuts(engine: SparkDriver, cells: Any, layout: Any, part_column: str, big
     shipped = (work.filter(F.col(NODE_COLUMN).isNotNull())
                .withColumn(UNIT_COLUMN, F.col(NODE_COLUMN) + F.lit(unit_base))
                .select(*[f"`{c}`" for c in cells.columns], UNIT_COLUMN))
+    # counts only: nothing of the parts' values
+    log.info("Mondrian: %d part(s) over max_worker_cells=%d (the largest %d cells x %d columns): %d depth(s) "
+             "cut on Spark, %d node(s) then cut on the executors", len(big), engine.max_worker_cells, largest,
+             width, len(levels), len(node_root))
     return TopCuts(trees, frontier, shipped, _class_labels(engine, work, layout, part_column, class_boxes))
 
 
