@@ -13,7 +13,8 @@ an empty cell as missing. Then, column by column as on pandas:
 - the others become numbers when that loses nothing. The decision
   (:func:`anon_dagster.io.numbers_if_lossless`: no leading zero, every value a number, integers
   as long, others as double, nothing rounded) depends only on the column's distinct values,
-  which come to the driver as a frequency table (within ``max_driver_cells``); each distinct
+  which come to the driver in one frequency table of (column, text) pairs for all such columns,
+  one pass over the file (within ``max_driver_cells``); each distinct
   text's number, as pandas computes it, is joined back. So every value is the one pandas reads.
 
 A quoted field may span lines, so Spark cannot split the file: it is read by one task, in file
@@ -35,6 +36,7 @@ from ..errors import DataError
 from .spark_frames import ROW_COLUMN, lookup_frame
 
 TEXT_COLUMN, NUMBER_COLUMN, CORRUPT_COLUMN = "__csv_text", "__csv_number", "__csv_corrupt"
+INDEX_COLUMN = "__csv_column"
 FIELDS_COLUMN = "__csv_fields"
 
 
@@ -77,10 +79,7 @@ def read_csv(engine: Any, spec: Any, path: Path, separator: str | None) -> Any:
             cell = F.when(cell.isin(missing), None).otherwise(cell)
         columns.append(cell.alias(name))
     df = df.select(*columns, F.col(ROW_COLUMN))
-    for name in names:
-        if name not in text and name not in dates:
-            df = numbers_where_lossless(engine, df, name, str(path))
-    return df
+    return numbers_where_lossless(engine, df, [n for n in names if n not in text and n not in dates], str(path))
 
 
 def field_counts(separator: str):
@@ -113,16 +112,33 @@ def check_field_counts(df: Any, first: str, expected: int, separator: str, sourc
                         f"saw {fields}")
 
 
-def numbers_where_lossless(engine: Any, df: Any, column: str, source: str) -> Any:
-    """``df`` with ``column`` as the numbers pandas reads when that loses nothing, else as it is."""
+def numbers_where_lossless(engine: Any, df: Any, columns: list[str], source: str) -> Any:
+    """``df`` with each of ``columns`` as the numbers pandas reads when that loses nothing, else as
+    it is. The columns' distinct texts are read in one pass over the file (one frequency table of
+    (column, text) pairs), each column decided on its own."""
+    from pyspark.sql import functions as F
+
+    if not columns:
+        return df
+    pairs = df.select(F.explode(F.array(*[
+        F.struct(F.lit(i).alias(INDEX_COLUMN), F.col(f"`{c}`").alias(TEXT_COLUMN)) for i, c in enumerate(columns)
+    ])).alias("pair")).select("pair.*")
+    freq, _ = engine.frequencies(pairs, [INDEX_COLUMN, TEXT_COLUMN], first_row=False,
+                                 what=f"{source}: the distinct values of the csv columns read as numbers, which")
+    for i, column in enumerate(columns):
+        present = freq.loc[freq[INDEX_COLUMN] == i, TEXT_COLUMN].dropna().astype(object)
+        df = _as_numbers(engine, df, column, present)
+    return df
+
+
+def _as_numbers(engine: Any, df: Any, column: str, present: pd.Series) -> Any:
+    """``df`` with ``column`` as numbers when pandas reads its distinct texts ``present`` as
+    numbers losing nothing (each text's number joined back), else as it is."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     from ..io import numbers_if_lossless
 
-    freq, _ = engine.frequencies(df.select(f"`{column}`"), [column], first_row=False,
-                                 what=f"{source}: the distinct values of csv column {column!r}, which")
-    present = freq[column].dropna().astype(object)
     if present.empty:
         return df
     read = numbers_if_lossless(pd.Series(present.to_numpy(), dtype=object))
