@@ -14,7 +14,7 @@ from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
 from anon_dagster.spec import load_spec
-from tests.support.spark_mondrian import CASES, assert_same, both
+from tests.support.spark_mondrian import CASES, adult_by_sex, assert_same, both
 from tests.support.spark_releases import (
     COLUMNS,
     PARTITION_KEYS,
@@ -92,25 +92,7 @@ def test_without_partition_keys_the_driver_cuts_the_frequency_cells_not_the_rows
 
 
 def test_adult_by_sex_equals_the_pandas_engine(spark_engine, tmp_path, adult_dir):
-    adult = pd.read_csv(adult_dir / "adult.csv", sep=";", skipinitialspace=True).head(3000)
-    data = pd.DataFrame({
-        "pid": [f"P{i}" for i in range(len(adult))],
-        "age": pd.to_numeric(adult["age"], errors="coerce"),
-        "education": adult["education"].astype(str),
-        "marital": adult["marital-status"].astype(str),
-        "sex": adult["sex"].astype(str),
-        "occupation": adult["occupation"].astype(str),
-        "admitted": pd.Timestamp("2024-06-01"),
-    })
-    columns = {
-        "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
-        "age": {"role": "quasi"}, "education": {"role": "quasi"}, "marital": {"role": "quasi"},
-        "sex": {"role": "quasi", "partition_key": True}, "occupation": {"role": "sensitive"},
-        "admitted": {"role": "insensitive"},
-    }
-    spec = load_spec(write_release(tmp_path, data=data, columns=columns,
-                                   anonymization={"method": "mondrian", "k": 5, "max_suppression": 0.02},
-                                   policy={"thresholds": {"k": 5, "l_distinct": 2, "t_closeness": 0.4}}))
+    spec = adult_by_sex(tmp_path, adult_dir)
     pandas, spark, published = both(spark_engine, spec)
     assert pandas.record.mondrian.classes > 50
     assert_same(pandas, spark, published)

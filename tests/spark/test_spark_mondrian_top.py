@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from anon_dagster.engine import spark_mondrian_top
 from anon_dagster.spec import load_spec
-from tests.support.spark_mondrian import CASES, assert_same, both
+from tests.support.spark_mondrian import CASES, adult_by_sex, assert_same, both
 from tests.support.spark_releases import (
     PARTITION_KEYS,
     TINY_COLUMNS,
@@ -98,25 +98,7 @@ def test_tiny_tables_alike(spark_engine, tmp_path_factory, n, seed, k, keys, t, 
 
 def test_adult_by_sex_with_top_depths_on_spark(spark_engine, tmp_path, adult_dir):
     """Hierarchical QIs (education, marital status) and a numeric one, l and t, 3,000 rows."""
-    import pandas as pd
-
-    adult = pd.read_csv(adult_dir / "adult.csv", sep=";", skipinitialspace=True).head(3000)
-    data = pd.DataFrame({
-        "pid": [f"P{i}" for i in range(len(adult))],
-        "age": pd.to_numeric(adult["age"], errors="coerce"),
-        "education": adult["education"].astype(str), "marital": adult["marital-status"].astype(str),
-        "sex": adult["sex"].astype(str), "occupation": adult["occupation"].astype(str),
-        "admitted": pd.Timestamp("2024-06-01"),
-    })
-    columns = {
-        "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
-        "age": {"role": "quasi"}, "education": {"role": "quasi"}, "marital": {"role": "quasi"},
-        "sex": {"role": "quasi", "partition_key": True}, "occupation": {"role": "sensitive"},
-        "admitted": {"role": "insensitive"},
-    }
-    spec = load_spec(write_release(tmp_path, data=data, columns=columns,
-                                   anonymization={"method": "mondrian", "k": 5, "max_suppression": 0.02},
-                                   policy={"thresholds": {"k": 5, "l_distinct": 2, "t_closeness": 0.4}}))
+    spec = adult_by_sex(tmp_path, adult_dir)
     with budgets(spark_engine, worker=2000) as made:
         pandas, spark, published = both(spark_engine, spec)
     assert pandas.record.mondrian.classes > 50

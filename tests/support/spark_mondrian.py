@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from anon_dagster.engine.spark_engine import published_columns
 from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import pipeline
 from anon_dagster.release.gate import publishable_view
-from tests.support.spark_releases import COLUMNS, published_rows
+from anon_dagster.spec import load_spec
+from tests.support.spark_releases import COLUMNS, published_rows, write_release
 
 
 def both(spark_engine, spec, partition: str = "2024", relax: bool = True):
@@ -47,3 +50,27 @@ CASES = {
     "no partition keys (on the driver)": ({"k": 5}, {"k": 5, "l_distinct": 2},
                                           {**COLUMNS, "region": {"role": "quasi"}}),
 }
+
+
+def adult_by_sex(tmp_path, adult_dir):
+    """An Adult release of 3,000 rows by sex (the partition key): age numeric, education and
+    marital status categorical QIs, occupation sensitive; Mondrian at k=5 with l and t."""
+    adult = pd.read_csv(adult_dir / "adult.csv", sep=";", skipinitialspace=True).head(3000)
+    data = pd.DataFrame({
+        "pid": [f"P{i}" for i in range(len(adult))],
+        "age": pd.to_numeric(adult["age"], errors="coerce"),
+        "education": adult["education"].astype(str),
+        "marital": adult["marital-status"].astype(str),
+        "sex": adult["sex"].astype(str),
+        "occupation": adult["occupation"].astype(str),
+        "admitted": pd.Timestamp("2024-06-01"),
+    })
+    columns = {
+        "pid": {"role": "identifier", "pseudonymize": {"method": "hmac", "purpose": "research", "scope": "row"}},
+        "age": {"role": "quasi"}, "education": {"role": "quasi"}, "marital": {"role": "quasi"},
+        "sex": {"role": "quasi", "partition_key": True}, "occupation": {"role": "sensitive"},
+        "admitted": {"role": "insensitive"},
+    }
+    return load_spec(write_release(tmp_path, data=data, columns=columns,
+                                   anonymization={"method": "mondrian", "k": 5, "max_suppression": 0.02},
+                                   policy={"thresholds": {"k": 5, "l_distinct": 2, "t_closeness": 0.4}}))
