@@ -316,7 +316,7 @@ def _on_executors(engine: SparkDriver, df: Any, freq: pd.DataFrame, schema: pa.S
         part_function(layout, [UNIT_COLUMN, PART_COLUMN, *values]), out_schema).persist()
     unit_cuts = {int(r[UNIT_COLUMN]): pickle.loads(r[CUTS_COLUMN])
                  for r in labelled.filter(F.col(CUTS_COLUMN).isNotNull()).select(UNIT_COLUMN, CUTS_COLUMN).collect()}
-    cuts = {p: c for p, c in unit_cuts.items() if p < part_sizes.size and p not in big}
+    cuts = {p: c for p, c in unit_cuts.items() if p < part_sizes.size}  # the frontier's units come after
     for p in big:
         below = MondrianCuts.concat([unit_cuts[u] for u in top.frontier[p]], len(layout.dims))
         cuts[p] = MondrianCuts.stacked(top.trees[p], below)

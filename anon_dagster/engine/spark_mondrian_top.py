@@ -96,7 +96,6 @@ def top_cuts(engine: SparkDriver, cells: Any, layout: Any, part_column: str, big
     node_root = np.arange(len(big), dtype=np.int64)
     levels: list[tuple[np.ndarray, Any, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     n_classes = 0
-    class_boxes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     largest = 0
     while len(node_root):
         stats = _node_figures(engine, work, dims, ranks, len(node_root))
@@ -125,7 +124,6 @@ def top_cuts(engine: SparkDriver, cells: Any, layout: Any, part_column: str, big
         classes = np.full(len(sizes), -1, dtype=np.int64)
         classes[f] = np.arange(n_classes, n_classes + len(f))
         n_classes += len(f)
-        class_boxes.append((lo[f], hi[f], hp[f]))
         levels.append((node_root, depth, lo, hi, hp, sizes, final))
         cut = np.flatnonzero(~final)
         left = np.full(len(sizes), -1, dtype=np.int64)
@@ -158,7 +156,8 @@ def top_cuts(engine: SparkDriver, cells: Any, layout: Any, part_column: str, big
     log.info("Mondrian: %d part(s) over max_worker_cells=%d (the largest %d cells x %d columns): %d depth(s) "
              "cut on Spark, %d node(s) then cut on the executors", len(big), engine.max_worker_cells, largest,
              width, len(levels), len(node_root))
-    return TopCuts(trees, frontier, shipped, _class_labels(engine, work, layout, part_column, class_boxes))
+    boxes = [(lo[final], hi[final], hp[final]) for _, _, lo, hi, hp, _, final in levels]
+    return TopCuts(trees, frontier, shipped, _class_labels(engine, work, layout, part_column, boxes))
 
 
 def _node_figures(engine: SparkDriver, work: Any, dims: list[Any], ranks: list[str], n_nodes: int) -> pd.DataFrame:
