@@ -19,6 +19,9 @@ from .spark_session import SparkDriver
 def check_supported(spec: Any) -> None:
     """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
     an = spec.anonymization
+    if an.method == "synthetic":  # without this the method would fall through to global recoding
+        raise UnsupportedOnEngine("anonymization.method: synthetic (a generator trained on the whole table, "
+                                  "and its audit)", hint="use --engine pandas")
     if an.pram is not None:
         from ..anonymize.global_method import searched_query
 
@@ -33,8 +36,6 @@ def check_supported(spec: Any) -> None:
             # the search compares the query's answers before and after PRAM, likewise
             raise UnsupportedOnEngine(f"anonymization.utility: {an.utility} whose target is the PRAM column",
                                       hint="use --engine pandas")
-    if getattr(spec.policy, "attacks", None) is not None:
-        raise UnsupportedOnEngine("policy.attacks (the release's attacks)", hint="use --engine pandas")
 
 
 def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,
@@ -43,10 +44,13 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     with ``relax``, the anonymization of :func:`~anon_dagster.release.anonymize_step.relaxed_spec`,
     measured against the full policy by the gate."""
     from ..release.anonymize_step import run_or_relax
+    from .spark_attacks import withhold_control
     from .spark_frames import DriverLimit
     from .spark_record import empty_record
 
     check_supported(spec)
+    # policy.attacks: the control records set aside first, as on pandas (never anonymized, never published)
+    pseudonymized, control = withhold_control(engine, spec, pseudonymized)
     # the record hashes the input: global recoding counts the bottom table's size over the same
     # rows first, and the digest rides on that aggregation
     engine.wants_digest(pseudonymized.df)
@@ -68,11 +72,11 @@ def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
     done, unreachable = run_or_relax(spec, run, relax=relax, reraise=(UnsupportedOnEngine, DriverLimit))
     if done is None:
         rows = pseudonymized.df.count()
-        return SparkAnonymized(pseudonymized.df.limit(0), empty_record(engine, spec, pseudonymized.df), rows,
+        done = SparkAnonymized(pseudonymized.df.limit(0), empty_record(engine, spec, pseudonymized.df), rows,
                                unreachable)
-    if unreachable is None:
-        return done
-    return replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
+    elif unreachable is not None:
+        done = replace(done, record=replace(done.record, policy_unreachable=unreachable), unreachable=unreachable)
+    return done if control is None else replace(done, record=replace(done.record, attack_control=control))
 
 
 def _perturbed(engine: SparkDriver, spec: Any,
@@ -102,6 +106,8 @@ def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
         from .spark_microaggregation import anonymize_microaggregation
 
         return anonymize_microaggregation(engine, spec, pseudonymized, progress)
+    if spec.anonymization.method not in ("global", "none"):  # never another method's release by recoding
+        raise UnsupportedOnEngine(f"anonymization.method: {spec.anonymization.method}", hint="use --engine pandas")
     from .spark_recoding import anonymize_global
 
     return anonymize_global(engine, spec, pseudonymized, progress)

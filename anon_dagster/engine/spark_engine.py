@@ -31,12 +31,13 @@ anonymize step: what is supported, the method, an unreachable policy), :mod:`.sp
 (the measurement and the checks), :mod:`.spark_aggregates` (DP aggregates: the contribution
 bound and the groups counted by Spark, the noise drawn on the driver), :mod:`.spark_results`
 (what each step hands to the next), :mod:`.spark_store` (a step's table kept between the
-release's Dagster steps as a parquet folder, :mod:`anon_dagster.release.engine_steps`).
+release's Dagster steps as a parquet folder, :mod:`anon_dagster.release.engine_steps`),
+:mod:`.spark_attacks` (the release's attacks, on the driver with the pandas engine's code).
 
 What is not supported yet is refused up front with one line (:func:`check_supported`):
 PRAM of a partition key or of a column a utility query groups by (PRAM itself runs:
 :mod:`.spark_pram`), a utility query as the search's metric over a bottom table larger than the
-driver's budget, the release's attacks and sources on object storage. Tokens come from the
+driver's budget, a synthetic release and sources on object storage. Tokens come from the
 driver's vault (:mod:`.spark_tokens`), csv sources are typed as pandas types them (:mod:`.spark_csv`).
 docs/scale.md says what is exact, what the driver holds and what is left.
 """

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ..errors import DataError, UserError
 from ..risk.frequencies import frequency_classes, measure_frequencies, query_error_frequencies
+from .spark_attacks import attack_run
 from .spark_frames import COUNT_COLUMN, FIRST_COLUMN, DriverLimit, published_columns
 from .spark_raw_hits import raw_value_hits
 
@@ -203,6 +204,7 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
     """Judge the published rows on Spark against every check the spec declares (or those in ``only``)."""
     from ..anonymize.criteria import Policy
     from ..anonymize.population import generalize_population
+    from ..release import attacks as gate_attacks
     from ..release import gate
     from ..release.evaluation import CheckResult, Evaluation
     from ..release.pipeline import declared_checks, describe_error
@@ -219,7 +221,8 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         spec_key = next((d.spec_key for d in declared if d.name == outcome.name), "")
         return replace(outcome, passed=bool(outcome.passed), spec_key=spec_key)
 
-    risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract")}
+    risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract",
+                                                           *gate_attacks.ATTACK_CHECKS)}
     if risk_names:
         try:
             population = None
@@ -247,6 +250,20 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         from ..release.evaluate_step import _budget as budget_outcome
 
         results["epsilon_budget"] = result(budget_outcome(spec, ledger))
+    attack_names = names & set(gate_attacks.ATTACK_CHECKS)
+    if attack_names:  # on the driver, with the pandas engine's code (.spark_attacks)
+        try:
+            run = attack_run(engine, spec, anonymized, original)
+            measures = {**measures, "attacks": run.to_dict()}
+            for o in gate_attacks.attack_outcomes(spec, run, attack_names):
+                results[o.name] = result(o)
+        except Exception as exc:  # every attack check still gets a result: failed, saying why
+            if _passthrough(exc):
+                raise
+            for d in wanted:
+                if d.name in attack_names:
+                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
+                                                  summary=f"could not be measured: {describe_error(exc)}")
     if "data_contract" in names:
         try:
             outcome = contract_outcome(spec, published, raw, set(anonymized.categories))
