@@ -37,7 +37,8 @@ release's Dagster steps as a parquet folder, :mod:`anon_dagster.release.engine_s
 What is not supported yet is refused up front with one line (:func:`check_supported`):
 PRAM of a partition key or of a column a utility query groups by (PRAM itself runs:
 :mod:`.spark_pram`), a utility query as the search's metric over a bottom table larger than the
-driver's budget, a synthetic release and sources on object storage. Tokens come from the
+driver's budget, a synthetic release and csv or Delta sources on object storage (a parquet
+object is read by the executors: :mod:`.spark_objects`). Tokens come from the
 driver's vault (:mod:`.spark_tokens`), csv sources are typed as pandas types them (:mod:`.spark_csv`).
 docs/scale.md says what is exact, what the driver holds and what is left.
 """

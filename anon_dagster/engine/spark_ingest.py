@@ -30,16 +30,15 @@ from .spark_session import SparkDriver, executor_errors
 def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str | None, *, frame: Any = None,
          one_partition: bool = False, described: str | None = None) -> tuple[Any, Path | str]:
     """The partition's rows of ``input_path`` or the spec's source, identifiers as text, and what
-    they were read from: a parquet file or folder, a Delta table's folder (``source.format:
-    delta``), a table of the session's catalog (``source.table``: its description, ``the
+    they were read from: a parquet file or folder, a parquet object on object storage (read by
+    the executors: :mod:`.spark_objects`), a Delta table's folder (``source.format: delta``), a table of the session's catalog (``source.table``: its description, ``the
     catalog table 'db.t'``), or ``frame``, a Spark DataFrame a Dagster asset gave
     (``source.asset``: read as a catalog table is). Rows keep their position (:mod:`.spark_sources`
     for the tables). ``one_partition``: the table is the partition's own, so a row outside its
     window is refused; ``described`` names the rows in errors instead of ``input_path``."""
     from pyspark.sql import functions as F
 
-    from ..io import table_format
-    from ..objectstore import ObjectPath
+    from ..objectstore import ObjectPath, location
     from ..partitions import (
         check_partition,
         partition_format,
@@ -48,7 +47,7 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         text_columns,
     )
     from .spark_dates import in_window, read_text_dates, stored_as_text
-    from .spark_sources import content_positions, read_catalog_table, read_delta
+    from .spark_sources import content_positions, read_catalog_table
 
     check_partition(spec, partition)
     path: Path | str
@@ -59,25 +58,13 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
         path = spec.source.described
         df = read_catalog_table(engine.spark, spec)
     else:
-        path = Path(input_path) if input_path is not None else source_path(spec, partition)
-        if isinstance(path, ObjectPath) or "://" in str(input_path or ""):
-            raise UnsupportedOnEngine("a source on object storage", hint="read it with a Spark path on a cluster "
-                                      "filesystem, or use --engine pandas")
-        if not path.exists():
+        path = location(input_path) if input_path is not None else source_path(spec, partition)
+        if isinstance(path, ObjectPath):
+            df = _object_source(engine, spec, path, input_path)
+        elif not path.exists():
             raise DataError(f"{path}: no such file")
-        if input_path is None and spec.source.format == "delta":
-            fmt = "delta"
         else:
-            fmt = "parquet" if path.is_dir() else (spec.source.format if input_path is None and spec.source.format
-                                                    else table_format(path))
-        if fmt == "csv":
-            from .spark_csv import read_csv
-
-            df = read_csv(engine, spec, path, spec.source.separator if input_path is None else None)
-        elif fmt not in ("parquet", "delta"):
-            raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
-        else:
-            df = read_delta(engine.spark, path) if fmt == "delta" else read_parquet(engine.spark, path)
+            df = _local_source(engine, spec, path, input_path)
     path = described or path
     types = dict(df.dtypes)
     for name in text_columns(spec):
@@ -122,6 +109,37 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
     if ROW_COLUMN not in df.columns:  # a catalog or Delta table: positions from the rows' contents
         df = content_positions(df)
     return df, path
+
+def _local_source(engine: SparkDriver, spec: Any, path: Path, input_path: str | None) -> Any:
+    """A local parquet file or folder, csv file or Delta table's folder as a Spark DataFrame."""
+    from ..io import table_format
+    from .spark_sources import read_delta
+
+    if input_path is None and spec.source.format == "delta":
+        fmt = "delta"
+    else:
+        fmt = "parquet" if path.is_dir() else (spec.source.format if input_path is None and spec.source.format
+                                                else table_format(path))
+    if fmt == "csv":
+        from .spark_csv import read_csv
+
+        return read_csv(engine, spec, path, spec.source.separator if input_path is None else None)
+    if fmt not in ("parquet", "delta"):
+        raise UnsupportedOnEngine(f"a {fmt} source ({path})", hint="convert it to parquet, or use --engine pandas")
+    return read_delta(engine.spark, path) if fmt == "delta" else read_parquet(engine.spark, path)
+
+
+def _object_source(engine: SparkDriver, spec: Any, path: Any, input_path: str | None) -> Any:
+    """A parquet object on object storage, read by the executors (:mod:`.spark_objects`)."""
+    from ..io import table_format
+    from .spark_objects import read_object_parquet
+
+    fmt = spec.source.format if input_path is None and spec.source.format else table_format(path)
+    if fmt != "parquet":
+        raise UnsupportedOnEngine(f"a {fmt} source on object storage ({path})",
+                                  hint="store it as parquet, or use --engine pandas")
+    return read_object_parquet(engine.spark, path)
+
 
 def check_text_dates(engine: SparkDriver, spec: Any, df: Any, source: str) -> None:
     """Every date-hierarchy column stored as text or integers read with one format over the whole

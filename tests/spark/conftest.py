@@ -4,7 +4,8 @@ Spark needs Java: ``make test`` installs Debian's ``openjdk-17-jre-headless`` wh
 Makefile's ``java`` target); without Java, or without pyspark, every Spark test is skipped and
 says why. The executors' Python workers inherit the environment the session is started with:
 it carries the tests' fixed master key (:data:`tests.support.keys.MASTER_KEY`), so they re-derive
-the keys the ``master_key`` fixture gives the driver (the key never enters Spark's configuration).
+the keys the ``master_key`` fixture gives the driver (the key never enters Spark's configuration),
+and the test S3 server's endpoint and credentials, so they read the objects of ``s3_bucket``.
 """
 
 from __future__ import annotations
@@ -15,22 +16,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import s3
 from tests.support.keys import MASTER_KEY
 from tests.support.spark import SPARK_CONF, java_problem
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The session's SparkSession on ``local[2]`` (skips the test when Spark cannot start)."""
+def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: s3.Server) -> Iterator[object]:
+    """The session's SparkSession on ``local[2]`` (skips the test when Spark cannot start); its
+    Python workers see the test S3 server as a machine of an installation would (the
+    ``s3_bucket`` fixture points the driver at it the same way)."""
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
     problem = java_problem()
     if problem:
         pytest.skip(f"Spark needs Java: {problem}")
     from anon_dagster.engine.spark_frames import start_session
 
-    saved = {k: os.environ.get(k) for k in ("ANON_DAGSTER_MASTER_KEY", "ANON_DAGSTER_KEYSTORE_STATE")}
-    os.environ["ANON_DAGSTER_MASTER_KEY"] = MASTER_KEY
-    os.environ["ANON_DAGSTER_KEYSTORE_STATE"] = str(tmp_path_factory.mktemp("executor-keystate"))
+    workers = {"ANON_DAGSTER_MASTER_KEY": MASTER_KEY,
+               "ANON_DAGSTER_KEYSTORE_STATE": str(tmp_path_factory.mktemp("executor-keystate")),
+               **s3.server_environment(s3_server, tmp_path_factory.mktemp("executor-aws"))}
+    saved = {k: os.environ.get(k) for k in workers}
+    os.environ.update(workers)
     conf = {**SPARK_CONF, "spark.local.dir": str(tmp_path_factory.mktemp("spark-local"))}
     try:
         session = start_session("local[2]", "anon_dagster-tests", conf)

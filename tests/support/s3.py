@@ -78,14 +78,19 @@ class Bucket:
         return [u["Key"] for u in self.client().list_multipart_uploads(Bucket=self.name).get("Uploads", [])]
 
 
-def use_bucket(server: Server, monkeypatch: pytest.MonkeyPatch, tmp: Path) -> Bucket:
-    """The environment pointed at ``server`` (endpoint, credentials, region; no profile files,
-    no instance metadata) and a new bucket created there."""
-    for name, value in {
+def server_environment(server: Server, tmp: Path) -> dict[str, str]:
+    """The environment an installation points at ``server`` with: endpoint, credentials, region;
+    no profile files (under ``tmp``, absent), no instance metadata."""
+    return {
         "AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
         "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY, "AWS_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_CONFIG_FILE": str(tmp / "no-aws-config"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "no-aws-credentials"),
-    }.items():
+    }
+
+
+def use_bucket(server: Server, monkeypatch: pytest.MonkeyPatch, tmp: Path) -> Bucket:
+    """The environment pointed at ``server`` (:func:`server_environment`) and a new bucket created there."""
+    for name, value in server_environment(server, tmp).items():
         monkeypatch.setenv(name, value)
     bucket = Bucket(f"tests-{uuid.uuid4().hex[:16]}", server.endpoint)
     bucket.client().create_bucket(Bucket=bucket.name)
