@@ -3,7 +3,8 @@ method dispatched (global recoding, :mod:`.spark_recoding`; Mondrian, :mod:`.spa
 MDAV microaggregation, :mod:`.spark_microaggregation`; before it PRAM, :mod:`.spark_pram`), the
 person pass after every method when published columns link a person's rows, as on pandas
 (:func:`~.spark_persons.reach_k_per_person`) and an unreachable policy shown as the pandas pipeline shows it
-(:func:`~anon_dagster.release.anonymize_step.anonymize`)."""
+(:func:`~anon_dagster.release.anonymize_step.anonymize`); a synthetic release made on the driver
+(:mod:`.spark_synthetic`)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,6 @@ from .spark_session import SparkDriver
 def check_supported(spec: Any) -> None:
     """Refuse, in one line, what the Spark engine does not carry out yet (module docstring)."""
     an = spec.anonymization
-    if an.method == "synthetic":  # without this the method would fall through to global recoding
-        raise UnsupportedOnEngine("anonymization.method: synthetic (a generator trained on the whole table, "
-                                  "and its audit)", hint="use --engine pandas")
     if an.pram is not None:
         from ..anonymize.global_method import searched_query
 
@@ -39,16 +37,21 @@ def check_supported(spec: Any) -> None:
 
 
 def anonymize(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,
-              relax: bool = True) -> SparkAnonymized:
+              relax: bool = True, synthetic_table: Any = None) -> SparkAnonymized:
     """The spec's anonymization on Spark; an unreachable policy as the pandas pipeline shows it:
     with ``relax``, the anonymization of :func:`~anon_dagster.release.anonymize_step.relaxed_spec`,
-    measured against the full policy by the gate."""
+    measured against the full policy by the gate. A synthetic release is made on the driver
+    (:mod:`.spark_synthetic`; ``synthetic_table``: its table given by a Dagster asset)."""
     from ..release.anonymize_step import run_or_relax
     from .spark_attacks import withhold_control
     from .spark_frames import DriverLimit
     from .spark_record import empty_record
 
     check_supported(spec)
+    if spec.anonymization.method == "synthetic":
+        from .spark_synthetic import synthesize
+
+        return synthesize(engine, spec, pseudonymized, relax=relax, synthetic_table=synthetic_table)
     # policy.attacks: the control records set aside first, as on pandas (never anonymized, never published)
     pseudonymized, control = withhold_control(engine, spec, pseudonymized)
     # the record hashes the input: global recoding counts the bottom table's size over the same

@@ -32,13 +32,14 @@ anonymize step: what is supported, the method, an unreachable policy), :mod:`.sp
 bound and the groups counted by Spark, the noise drawn on the driver), :mod:`.spark_results`
 (what each step hands to the next), :mod:`.spark_store` (a step's table kept between the
 release's Dagster steps as a parquet folder, :mod:`anon_dagster.release.engine_steps`),
-:mod:`.spark_attacks` (the release's attacks, on the driver with the pandas engine's code).
+:mod:`.spark_attacks` and :mod:`.spark_synthetic` (the release's attacks, a synthetic release:
+on the driver with the pandas engine's code).
 
 What is not supported yet is refused up front with one line (:func:`check_supported`):
 PRAM of a partition key or of a column a utility query groups by (PRAM itself runs:
 :mod:`.spark_pram`), a utility query as the search's metric over a bottom table larger than the
-driver's budget, a synthetic release and csv or Delta sources on object storage (a parquet
-object is read by the executors: :mod:`.spark_objects`). Tokens come from the
+driver's budget and csv or Delta sources on object storage (a parquet object is read by the
+executors: :mod:`.spark_objects`). Tokens come from the
 driver's vault (:mod:`.spark_tokens`), csv sources are typed as pandas types them (:mod:`.spark_csv`).
 docs/scale.md says what is exact, what the driver holds and what is left.
 """
@@ -99,9 +100,9 @@ class SparkEngine(SparkDriver):
         return pseudonymize(self, spec, ingested, keystore, linkage=linkage, partition=partition)
 
     def anonymize(self, spec: Any, pseudonymized: SparkPseudonymized, progress: Any = None, *,
-                  relax: bool = True) -> SparkAnonymized:
+                  relax: bool = True, synthetic_table: Any = None) -> SparkAnonymized:
         """:func:`.spark_anonymize.anonymize`."""
-        return anonymize(self, spec, pseudonymized, progress, relax=relax)
+        return anonymize(self, spec, pseudonymized, progress, relax=relax, synthetic_table=synthetic_table)
 
     # ----- the commands -------------------------------------------------------------------------
     def run_gate(self, spec: Any, *, partition: str | None = None, input_path: str | None = None,

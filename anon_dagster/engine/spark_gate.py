@@ -32,6 +32,7 @@ from ..risk.frequencies import frequency_classes, measure_frequencies, query_err
 from .spark_attacks import attack_run
 from .spark_frames import COUNT_COLUMN, FIRST_COLUMN, DriverLimit, published_columns
 from .spark_raw_hits import raw_value_hits
+from .spark_synthetic import synthetic_run
 
 
 def _passthrough(exc: BaseException) -> bool:
@@ -206,6 +207,7 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
     from ..anonymize.population import generalize_population
     from ..release import attacks as gate_attacks
     from ..release import gate
+    from ..release import synthetic as gate_synthetic
     from ..release.evaluation import CheckResult, Evaluation
     from ..release.pipeline import declared_checks, describe_error
     from ..risk.exposure import small_classes
@@ -222,7 +224,8 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         return replace(outcome, passed=bool(outcome.passed), spec_key=spec_key)
 
     risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract",
-                                                           *gate_attacks.ATTACK_CHECKS)}
+                                                           *gate_attacks.ATTACK_CHECKS,
+                                                           *gate_synthetic.SYNTHETIC_CHECKS)}
     if risk_names:
         try:
             population = None
@@ -251,17 +254,26 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
 
         results["epsilon_budget"] = result(budget_outcome(spec, ledger))
     attack_names = names & set(gate_attacks.ATTACK_CHECKS)
-    if attack_names:  # on the driver, with the pandas engine's code (.spark_attacks)
+    synthetic_names = names & set(gate_synthetic.SYNTHETIC_CHECKS)
+    audited = gate_synthetic.declares_synthetic(spec) and bool(synthetic_names or attack_names)
+    if audited or attack_names:  # on the driver, with the pandas engine's code (.spark_synthetic, .spark_attacks)
         try:
-            run = attack_run(engine, spec, anonymized, original)
-            measures = {**measures, "attacks": run.to_dict()}
-            for o in gate_attacks.attack_outcomes(spec, run, attack_names):
+            if audited:  # a synthetic release's audit; its attacks are what the attack checks judge
+                synthetic = synthetic_run(engine, spec, anonymized, original)
+                run = synthetic.attacks
+                measures = {**measures, "synthetic": synthetic.to_dict(), "attacks": run.to_dict()}
+                outcomes = gate_synthetic.synthetic_outcomes(spec, synthetic, synthetic_names)
+            else:
+                run = attack_run(engine, spec, anonymized, original)
+                measures = {**measures, "attacks": run.to_dict()}
+                outcomes = []
+            for o in [*outcomes, *(gate_attacks.attack_outcomes(spec, run, attack_names) if attack_names else [])]:
                 results[o.name] = result(o)
-        except Exception as exc:  # every attack check still gets a result: failed, saying why
+        except Exception as exc:  # every audit and attack check still gets a result: failed, saying why
             if _passthrough(exc):
                 raise
             for d in wanted:
-                if d.name in attack_names:
+                if d.name in attack_names | synthetic_names:
                     results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
     if "data_contract" in names:

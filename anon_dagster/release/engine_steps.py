@@ -22,8 +22,10 @@ engine (:mod:`anon_dagster.engine`):
   with the pandas engine's code and hands the aggregates to the same protocol.
 
 A source given by a Dagster asset (``source.asset``) may be a pandas or a Spark DataFrame on
-Spark. What the Spark engine refuses here, in one line (:class:`~anon_dagster.engine.UnsupportedOnEngine`):
-a synthetic table given by a Dagster asset; with everything the engine refuses anyway (docs/scale.md).
+Spark; a synthetic table given by a Dagster asset is a pandas DataFrame, which the Spark engine
+checks on the driver as the pandas engine does (:mod:`anon_dagster.engine.spark_synthetic`).
+What the engine refuses, it refuses in one line (:class:`~anon_dagster.engine.UnsupportedOnEngine`,
+docs/scale.md).
 """
 
 from __future__ import annotations
@@ -118,12 +120,6 @@ def _published(stored: StoredTable) -> list[str]:
     return [c for c in stored.columns if not internal(c)]
 
 
-def _refuse(feature: str, hint: str) -> None:
-    from ..engine.base import UnsupportedOnEngine
-
-    raise UnsupportedOnEngine(feature, hint=hint)
-
-
 # ----- raw, pseudonymized, anonymized ----------------------------------------------------------
 def raw_step(engine: Any, spec: ReleaseSpec, partition: str | None, *, keystore: Callable[[], Any],
              storage: Callable[[], Path], table: object = None,
@@ -180,11 +176,10 @@ def anonymized_step(engine: Any, spec: ReleaseSpec, pseudonymized: Any, *, parti
         record_file = publication.write_record(result.record, reports)
         return StepOutput(gate.attach_record(result.data, result.record), anonymized_entries(result, record_file),
                           len(result.data), record_file, result.unreachable)
-    if synthetic_table is not None:
-        _refuse("anonymization.synthetic.table from a Dagster asset", "use the pandas engine")
     from ..engine.spark_results import SparkPseudonymized
 
-    result = engine.anonymize(spec, SparkPseudonymized(_load(engine, pseudonymized, "pseudonymized")))
+    result = engine.anonymize(spec, SparkPseudonymized(_load(engine, pseudonymized, "pseudonymized")),
+                              synthetic_table=synthetic_table)
     record_file = publication.write_record(result.record, reports)
     stored = _store(result.df, storage(), spec, "anonymized", partition, record=result.record.to_json(),
                     categories=result.categories)

@@ -7,6 +7,7 @@ generalizing); runs go through the release's job as the UI or the scheduler woul
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,16 +71,17 @@ def write_release(tmp: Path, *, name: str = "tiny", thresholds: dict | None = No
     return path
 
 
-def load(tmp: Path, spec: Path) -> Definitions:
+def load(tmp: Path, spec: Path, engine: Any = None) -> Definitions:
     """The Dagster definitions of one spec, with storage and ledger under ``tmp/state``; the
     ledger is created first (keys from the environment), as ``anon-dagster ledger init`` does,
-    unless the environment's key store cannot be opened (then the run fails on it first)."""
+    unless the environment's key store cannot be opened (then the run fails on it first). The
+    steps run on ``engine`` (an EngineResource; None: pandas)."""
     try:
         env_ledger(tmp / "state" / "ledger.sqlite", create=True)
     except SecretError:
         pass
     return AnonReleaseComponent(specs=[str(spec)], storage_dir=str(tmp / "state" / "storage"),
-                                ledger_path=str(tmp / "state" / "ledger.sqlite")).build_definitions(tmp)
+                                ledger_path=str(tmp / "state" / "ledger.sqlite")).build_definitions(tmp, engine=engine)
 
 
 def run(defs: Definitions, release: str, partition: str, instance,
