@@ -8,6 +8,10 @@ as parquet (row groups of 1M rows), then, on each engine in turn:
   asserted equal key by key;
 * **gate**: ``check`` of a release over the table (global recoding at k=5 with 1% suppression,
   l-diversity, a utility query, the data contract), the two JSON outcomes asserted equal;
+* **attacks**: ``check`` of the same release judged by its attacks instead (``policy.attacks``:
+  singling out, linkability, inference of the diagnosis; the identifier keyed, scope release),
+  which on Spark run on the driver with the pandas engine's code: the two JSON outcomes, the
+  attacks' figures included, asserted equal;
 * **pseudonyms**: the identifier column pseudonymized with HMAC (scope release), every
   pseudonym asserted equal, and the rate in pseudonyms per second, by wall clock and per
   CPU-second. Timed: pandas' step on the column in memory; Spark's step from the parquet scan to
@@ -41,7 +45,7 @@ rows run Spark and DuckDB only, the pandas columns say "not run". The machine's 
 is printed: on a shared machine the wall clock also counts time spent waiting for a core.
 
     .venv/bin/python benchmarks/spark.py [--rows 1000000 10000000] [--master local[2]] [--folder DIR]
-        [--steps risk gate pseudonyms pram mondrian release] [--repeats 1] [--skip-pandas-above N]
+        [--steps risk gate attacks pseudonyms pram mondrian release] [--repeats 1] [--skip-pandas-above N]
         [--driver-memory 6g] [--max-driver-cells N] [--max-worker-cells N] [--duckdb-threads N]
 
 ``--repeats`` runs each step that many times per engine and prints the medians (the peaks are
@@ -142,6 +146,18 @@ def spec_file(folder: Path, data: Path, scope: str = "row") -> Path:
         "publication": {"path": str(folder / "published" / "{release}.parquet")},
     }
     path = folder / "bench.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def attacks_spec_file(folder: Path, data: Path) -> Path:
+    """The release of :func:`spec_file` with the attacks as its gate (``policy.attacks``: singling
+    out, linkability, inference of the diagnosis) instead of thresholds, its identifier keyed
+    (scope release: both engines withhold the same persons as control records)."""
+    spec = yaml.safe_load(spec_file(folder, data, scope="release").read_text())
+    spec["release"] = "bench_attacks"
+    spec["policy"] = {"attacks": {"singling_out": 0.05, "linkability": 0.05, "inference": 0.10}}
+    path = folder / "bench_attacks.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
 
@@ -270,7 +286,7 @@ def released(engine: object, data: Path, targets: Iterator[Path], keystore: obje
     return release(engine, lambda at: spec_file(at, data, scope="release"), next(targets), keystore)
 
 
-STEPS = ("risk", "gate", "pseudonyms", "pram", "mondrian", "release")
+STEPS = ("risk", "gate", "attacks", "pseudonyms", "pram", "mondrian", "release")
 NOT_RUN = "not run"
 
 
@@ -333,6 +349,10 @@ def main() -> None:
         if "gate" in args.steps:
             steps.append(("gate (check)", partial(gate, pipeline_engine(), spec, keystore),
                           partial(gate, engine, spec, keystore), operator.eq))
+        if "attacks" in args.steps:
+            attacked = load_spec(attacks_spec_file(folder, path))
+            steps.append(("gate with attacks (check)", partial(gate, pipeline_engine(), attacked, keystore),
+                          partial(gate, engine, attacked, keystore), operator.eq))
         if "pseudonyms" in args.steps:
             from anon_dagster.engine.spark_engine import SparkIngested
 

@@ -81,6 +81,20 @@ def withhold_control(engine: Any, spec: Any, pseudonymized: Any) -> tuple[Any, A
     return replace(pseudonymized, df=kept), section
 
 
+def driver_pair(engine: Any, anonymized: Any, original: Any, *, what: str,
+                needs: str) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, np.ndarray]:
+    """The released table ``anonymized`` (``what``: what it is called in errors) and the
+    pseudonymized partition ``original`` on the driver, each with its rows' positions
+    (:func:`driver_rows`); ``needs`` (``the attacks need``) begins the DataError when either is missing."""
+    if original is None:
+        raise DataError(f"{needs} the partition the table was made from")
+    if anonymized.record is None:
+        raise DataError(f"{needs} the table's transformation record: materialize the anonymized asset again")
+    released, at = driver_rows(engine, anonymized.df, what)
+    partition, positions = driver_rows(engine, original, "the pseudonymized partition")
+    return released, at, partition, positions
+
+
 def attack_run(engine: Any, spec: Any, anonymized: Any, original: Any) -> Any:
     """The attacks on the published rows ``anonymized`` (a :class:`~.spark_results.SparkAnonymized`)
     of the pseudonymized partition ``original`` (a Spark DataFrame): an
@@ -91,12 +105,8 @@ def attack_run(engine: Any, spec: Any, anonymized: Any, original: Any) -> Any:
     from ..release import attacks as gate_attacks
     from ..release import gate
 
-    if original is None:
-        raise DataError("the attacks need the partition before anonymization")
-    if anonymized.record is None:
-        raise DataError("no transformation record for this table: materialize the anonymized asset again")
-    released, at = driver_rows(engine, anonymized.df, "the published table")
-    partition, positions = driver_rows(engine, original, "the pseudonymized partition")
+    released, at, partition, positions = driver_pair(engine, anonymized, original, what="the published table",
+                                                     needs="the attacks need")
     index = np.searchsorted(positions, at)
     if len(at) and (index.max() >= len(positions) or (positions[np.minimum(index, len(positions) - 1)] != at).any()):
         raise DataError("the anonymized rows do not trace to records of the partition: the partition is not the "
@@ -109,4 +119,4 @@ def attack_run(engine: Any, spec: Any, anonymized: Any, original: Any) -> Any:
     return gate_attacks.attack_figures(spec, released, record, partition)
 
 
-__all__ = ["attack_run", "driver_rows", "withhold_control"]
+__all__ = ["attack_run", "driver_pair", "driver_rows", "withhold_control"]

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .spark_attacks import driver_rows
+from .spark_attacks import driver_pair, driver_rows
 from .spark_frames import ROW_COLUMN
 from .spark_objects import as_spark, spark_type
 from .spark_results import SparkAnonymized
@@ -66,16 +66,11 @@ def synthetic_run(engine: Any, spec: Any, anonymized: SparkAnonymized, original:
     ``original`` (a Spark DataFrame): a :class:`~anon_dagster.release.synthetic.SyntheticRun`, as on
     pandas. Raises DataError when they do not belong together, DriverLimit when either is over
     ``max_driver_cells``."""
-    from ..errors import DataError
     from ..release import gate
     from ..release.synthetic import synthetic_figures
 
-    if original is None:
-        raise DataError("the synthetic audit needs the partition the synthetic table was made from")
-    if anonymized.record is None:
-        raise DataError("no synthetic transformation record for this table: materialize the anonymized asset again")
-    released, _ = driver_rows(engine, anonymized.df, "the synthetic table")
-    partition, _ = driver_rows(engine, original, "the pseudonymized partition")
+    released, _, partition, _ = driver_pair(engine, anonymized, original, what="the synthetic table",
+                                            needs="the synthetic audit needs")
     record = replace(anonymized.record, output_hash=gate.anonymization_hash(released))
     return synthetic_figures(spec, released, record, partition)
 

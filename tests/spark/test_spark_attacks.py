@@ -130,6 +130,11 @@ def test_attacks_against_another_partition_fail_saying_why(tmp_path, spark_engin
         failed = {c.name: c.summary for c in judged.checks if not c.passed}
         assert set(failed) == set(ATTACK_CHECKS), failed
         assert all("could not be measured: " in s and "not the one anonymized" in s for s in failed.values())
+    # no partition at all: said so, every attack check failed
+    judged = evaluate(spark_engine, spec, run.anonymized, original=None, raw=None, ledger=None, partition=None)
+    failed = {c.name: c.summary for c in judged.checks if not c.passed}
+    assert set(failed) == set(ATTACK_CHECKS)
+    assert all(s.endswith("the attacks need the partition the table was made from") for s in failed.values())
 
 
 def test_the_attacks_on_spark_through_dagster_decide_as_on_pandas(tmp_path, spark, monkeypatch):
