@@ -16,6 +16,7 @@ from contextlib import redirect_stdout
 
 import pandas as pd
 import pytest
+import yaml
 from dagster import DagsterInstance
 
 from anon_dagster.cli import main
@@ -29,7 +30,7 @@ from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import attacks as gate_attacks
 from anon_dagster.release import evaluation_memo, pipeline
 from anon_dagster.spec import load_spec
-from tests.support.attack_register import ATTACK_CHECKS, ROWS, write_release
+from tests.support.attack_register import ATTACK_CHECKS, ROWS, register, write_release
 from tests.support.ledgers import env_ledger
 
 pytestmark = pytest.mark.usefixtures("master_key", "spark")
@@ -88,6 +89,26 @@ def test_the_control_records_are_withheld_on_spark_as_on_pandas(tmp_path, spark_
     published = {row["pid"] for row in on_spark.anonymized.df.select("pid").collect()}
     assert len(withheld) == control.persons_withheld and published and not published & withheld
     assert len(published) == ROWS - control.rows_withheld - on_spark.anonymized.suppressed
+
+
+def test_a_declared_population_gives_the_control_records_on_spark_as_on_pandas(tmp_path, spark_engine):
+    people = register(n=2 * ROWS, seed=11)
+    (tmp_path / "data").mkdir()
+    people.iloc[::2].to_csv(tmp_path / "data" / "register.csv", index=False)  # the sample: half of them
+    people.drop(columns=["pid"]).to_csv(tmp_path / "data" / "people.csv", index=False)
+    path = write_release(tmp_path, name="register_sampled")
+    raw = yaml.safe_load(path.read_text())
+    raw["policy"]["population"] = {"path": "../data/people.csv"}
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    spec = load_spec(path)
+    on_pandas = pipeline.run_gate(spec, keystore=open_keystore())
+    on_spark = spark_engine.run_gate(spec, keystore=open_keystore())
+    control = on_spark.anonymized.record.attack_control
+    assert (control.source, control.rows_withheld, control.control_rows) == ("population", 0, ROWS)
+    assert control.to_json() == on_pandas.anonymized.record.attack_control.to_json()
+    assert on_spark.anonymized.record.rows_in == ROWS  # nothing withheld: every record goes on
+    assert on_spark.evaluation.measures["attacks"] == on_pandas.evaluation.measures["attacks"]
+    assert [c.passed for c in on_spark.evaluation.checks] == [c.passed for c in on_pandas.evaluation.checks]
 
 
 def test_spark_publishes_the_pandas_file_without_the_withheld_persons(tmp_path, monkeypatch, capsys):
