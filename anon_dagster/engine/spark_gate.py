@@ -205,12 +205,13 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
     """Judge the published rows on Spark against every check the spec declares (or those in ``only``)."""
     from ..anonymize.criteria import Policy
     from ..anonymize.population import generalize_population
-    from ..release import attacks as gate_attacks
     from ..release import gate
-    from ..release import synthetic as gate_synthetic
+    from ..release.evaluate_step import AUDIT_CHECKS, audit_checks
     from ..release.evaluation import CheckResult, Evaluation
     from ..release.pipeline import declared_checks, describe_error
     from ..risk.exposure import small_classes
+    from .base import UnsupportedOnEngine
+
     published = anonymized.df
     record = anonymized.record
     declared = declared_checks(spec)
@@ -224,8 +225,7 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         return replace(outcome, passed=bool(outcome.passed), spec_key=spec_key)
 
     risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract",
-                                                           *gate_attacks.ATTACK_CHECKS,
-                                                           *gate_synthetic.SYNTHETIC_CHECKS)}
+                                                           *AUDIT_CHECKS)}
     if risk_names:
         try:
             population = None
@@ -253,29 +253,13 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         from ..release.evaluate_step import _budget as budget_outcome
 
         results["epsilon_budget"] = result(budget_outcome(spec, ledger))
-    attack_names = names & set(gate_attacks.ATTACK_CHECKS)
-    synthetic_names = names & set(gate_synthetic.SYNTHETIC_CHECKS)
-    audited = gate_synthetic.declares_synthetic(spec) and bool(synthetic_names or attack_names)
-    if audited or attack_names:  # on the driver, with the pandas engine's code (.spark_synthetic, .spark_attacks)
-        try:
-            if audited:  # a synthetic release's audit; its attacks are what the attack checks judge
-                synthetic = synthetic_run(engine, spec, anonymized, original)
-                run = synthetic.attacks
-                measures = {**measures, "synthetic": synthetic.to_dict(), "attacks": run.to_dict()}
-                outcomes = gate_synthetic.synthetic_outcomes(spec, synthetic, synthetic_names)
-            else:
-                run = attack_run(engine, spec, anonymized, original)
-                measures = {**measures, "attacks": run.to_dict()}
-                outcomes = []
-            for o in [*outcomes, *(gate_attacks.attack_outcomes(spec, run, attack_names) if attack_names else [])]:
-                results[o.name] = result(o)
-        except Exception as exc:  # every audit and attack check still gets a result: failed, saying why
-            if _passthrough(exc):
-                raise
-            for d in wanted:
-                if d.name in attack_names | synthetic_names:
-                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
-                                                  summary=f"could not be measured: {describe_error(exc)}")
+    # on the driver, with the pandas engine's code (.spark_synthetic, .spark_attacks)
+    audited, outcomes = audit_checks(spec, wanted, synthetic=lambda: synthetic_run(engine, spec, anonymized, original),
+                                     attacks=lambda: attack_run(engine, spec, anonymized, original),
+                                     passthrough=(DriverLimit, UnsupportedOnEngine))
+    measures = {**measures, **audited}
+    for o in outcomes:
+        results[o.name] = result(o)
     if "data_contract" in names:
         try:
             outcome = contract_outcome(spec, published, raw, set(anonymized.categories))

@@ -5,6 +5,7 @@ that cannot be computed fails and says why (:func:`describe_error`): it never pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -66,10 +67,8 @@ def evaluate(
     measures: dict[str, Any] = {}
     classes = measured = None
     view = gate.publishable_view(anonymized)
-    attack_names = {d.name for d in wanted if d.name in gate_attacks.ATTACK_CHECKS}
-    synthetic_names = {d.name for d in wanted if d.name in gate_synthetic.SYNTHETIC_CHECKS}
-    risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract")
-                  and d.name not in attack_names and d.name not in synthetic_names}
+    risk_names = {d.name for d in wanted if d.name not in ("composition", "epsilon_budget", "data_contract",
+                                                           *AUDIT_CHECKS)}
     if risk_names:
         try:
             population = gate.population_in_classes(spec, anonymized, record)
@@ -89,31 +88,12 @@ def evaluate(
                 if d.name in risk_names:
                     results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
                                                   summary=f"could not be measured: {describe_error(exc)}")
-    if gate_synthetic.declares_synthetic(spec) and (synthetic_names or attack_names):
-        try:  # the synthetic release's audit; its attacks are what the attack checks judge
-            synthetic = gate_synthetic.synthetic_figures(spec, anonymized, record, original)
-            measures = {**measures, "synthetic": synthetic.to_dict(), "attacks": synthetic.attacks.to_dict()}
-            outcomes = gate_synthetic.synthetic_outcomes(spec, synthetic, synthetic_names)
-            if attack_names:
-                outcomes += gate_attacks.attack_outcomes(spec, synthetic.attacks, attack_names)
-            for outcome in outcomes:
-                results[outcome.name] = _result(outcome, declared)
-        except Exception as exc:  # every synthetic and attack check still gets a result: failed, saying why
-            for d in wanted:
-                if d.name in synthetic_names or d.name in attack_names:
-                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
-                                                  summary=f"could not be measured: {describe_error(exc)}")
-    elif attack_names:
-        try:
-            run = gate_attacks.attack_figures(spec, anonymized, record, original)
-            measures = {**measures, "attacks": run.to_dict()}
-            for outcome in gate_attacks.attack_outcomes(spec, run, attack_names):
-                results[outcome.name] = _result(outcome, declared)
-        except Exception as exc:  # every attack check still gets a result: failed, saying why
-            for d in wanted:
-                if d.name in attack_names:
-                    results[d.name] = CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
-                                                  summary=f"could not be measured: {describe_error(exc)}")
+    audited, outcomes = audit_checks(
+        spec, wanted, synthetic=lambda: gate_synthetic.synthetic_figures(spec, anonymized, record, original),
+        attacks=lambda: gate_attacks.attack_figures(spec, anonymized, record, original))
+    measures = {**measures, **audited}
+    for outcome in outcomes:
+        results[outcome.name] = _result(outcome, declared)
     composition = assignment = None
     if "composition" in names:
         outcome, composition, assignment = _composition(spec, anonymized, ledger, partition, classes)
@@ -209,6 +189,45 @@ def _contract(spec: ReleaseSpec, view: pd.DataFrame, raw: pd.DataFrame | None) -
         return validate_contract(spec, view, raw_values)
     except Exception as exc:
         return gate.Outcome("data_contract", False, summary=f"could not be validated: {describe_error(exc)}")
+
+
+# the checks judged by the attacks and by a synthetic release's audit (:func:`audit_checks`)
+AUDIT_CHECKS = (*gate_attacks.ATTACK_CHECKS, *gate_synthetic.SYNTHETIC_CHECKS)
+
+
+def audit_checks(spec: ReleaseSpec, wanted: list[DeclaredCheck], *, synthetic: Callable[[], Any],
+                 attacks: Callable[[], Any], passthrough: tuple[type[BaseException], ...] = ()
+                 ) -> tuple[dict[str, Any], list[CheckResult]]:
+    """The attack and synthetic-audit checks among ``wanted`` and what they add to the
+    evaluation's measures (``synthetic``, ``attacks``). Each engine computes the runs its way:
+    ``synthetic`` the synthetic release's audit (:class:`~.synthetic.SyntheticRun`, whose attacks
+    the attack checks then judge), ``attacks`` the attacks of any other release
+    (:class:`~.attacks.AttackRun`). When a run cannot be computed each of these checks fails
+    saying why, unless the error is one of ``passthrough`` (raised)."""
+    names = {d.name for d in wanted}
+    attack_names = names & set(gate_attacks.ATTACK_CHECKS)
+    synthetic_names = names & set(gate_synthetic.SYNTHETIC_CHECKS)
+    audited = gate_synthetic.declares_synthetic(spec) and bool(synthetic_names or attack_names)
+    if not (audited or attack_names):
+        return {}, []
+    try:
+        if audited:
+            audit = synthetic()
+            run = audit.attacks
+            measures = {"synthetic": audit.to_dict(), "attacks": run.to_dict()}
+            outcomes = gate_synthetic.synthetic_outcomes(spec, audit, synthetic_names)
+        else:
+            run = attacks()
+            measures, outcomes = {"attacks": run.to_dict()}, []
+        if attack_names:
+            outcomes += gate_attacks.attack_outcomes(spec, run, attack_names)
+        return measures, outcomes
+    except passthrough:
+        raise
+    except Exception as exc:  # every audit and attack check still gets a result: failed, saying why
+        return {}, [CheckResult(d.name, False, d.severity, spec_key=d.spec_key,
+                                summary=f"could not be measured: {describe_error(exc)}")
+                    for d in wanted if d.name in attack_names | synthetic_names]
 
 
 def describe_error(exc: BaseException) -> str:
