@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from dagster import DagsterInstance
 
 from anon_dagster.anonymize.record import table_hash
@@ -30,7 +29,13 @@ from anon_dagster.release import gate, pipeline, publication
 from anon_dagster.release.report import build_report, render
 from anon_dagster.release.stored import evaluate_stored
 from anon_dagster.spec import load_spec
-from tests.support.attack_register import ATTACK_CHECKS, ROWS, register, write_release
+from tests.support.attack_register import (
+    ATTACK_CHECKS,
+    ROWS,
+    register,
+    sampled_release,
+    write_release,
+)
 from tests.support.ledgers import env_ledger
 
 
@@ -141,15 +146,7 @@ def test_a_tiny_control_set_fails_as_not_enough_evidence(tmp_path, master_key):
 
 
 def test_a_declared_population_gives_the_control_records_and_nothing_is_withheld(tmp_path, master_key):
-    people = register(n=2 * ROWS, seed=11)
-    (tmp_path / "data").mkdir()
-    people.iloc[::2].to_csv(tmp_path / "data" / "register.csv", index=False)  # the sample: half of them
-    people.drop(columns=["pid"]).to_csv(tmp_path / "data" / "people.csv", index=False)
-    spec = write_release(tmp_path, name="register_sampled")
-    raw = yaml.safe_load(spec.read_text())
-    raw["policy"]["population"] = {"path": "../data/people.csv"}
-    spec.write_text(yaml.safe_dump(raw, sort_keys=False))
-    run = gate_run(spec)
+    run = gate_run(sampled_release(tmp_path))
     control = run.anonymized.record.attack_control
     assert (control.source, control.rows_withheld, control.persons_withheld, control.control_rows) == (
         "population", 0, 0, ROWS)

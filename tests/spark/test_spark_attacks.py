@@ -16,7 +16,6 @@ from contextlib import redirect_stdout
 
 import pandas as pd
 import pytest
-import yaml
 from dagster import DagsterInstance
 
 from anon_dagster.cli import main
@@ -30,7 +29,7 @@ from anon_dagster.pseudonymize import open_keystore
 from anon_dagster.release import attacks as gate_attacks
 from anon_dagster.release import evaluation_memo, pipeline
 from anon_dagster.spec import load_spec
-from tests.support.attack_register import ATTACK_CHECKS, ROWS, register, write_release
+from tests.support.attack_register import ATTACK_CHECKS, ROWS, sampled_release, write_release
 from tests.support.ledgers import env_ledger
 
 pytestmark = pytest.mark.usefixtures("master_key", "spark")
@@ -92,15 +91,7 @@ def test_the_control_records_are_withheld_on_spark_as_on_pandas(tmp_path, spark_
 
 
 def test_a_declared_population_gives_the_control_records_on_spark_as_on_pandas(tmp_path, spark_engine):
-    people = register(n=2 * ROWS, seed=11)
-    (tmp_path / "data").mkdir()
-    people.iloc[::2].to_csv(tmp_path / "data" / "register.csv", index=False)  # the sample: half of them
-    people.drop(columns=["pid"]).to_csv(tmp_path / "data" / "people.csv", index=False)
-    path = write_release(tmp_path, name="register_sampled")
-    raw = yaml.safe_load(path.read_text())
-    raw["policy"]["population"] = {"path": "../data/people.csv"}
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    spec = load_spec(path)
+    spec = load_spec(sampled_release(tmp_path))
     on_pandas = pipeline.run_gate(spec, keystore=open_keystore())
     on_spark = spark_engine.run_gate(spec, keystore=open_keystore())
     control = on_spark.anonymized.record.attack_control

@@ -56,3 +56,17 @@ def write_release(folder: Path, *, name: str = "register", method: str = "global
     path = folder / "specs" / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+def sampled_release(folder: Path) -> Path:
+    """The release ``register_sampled`` of a sample of half of 8,000 people, the other half beside
+    it in the declared population (``policy.population``: the control records)."""
+    people = register(n=2 * ROWS, seed=11)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    people.iloc[::2].to_csv(folder / "data" / "register.csv", index=False)  # the sample: half of them
+    people.drop(columns=["pid"]).to_csv(folder / "data" / "people.csv", index=False)
+    path = write_release(folder, name="register_sampled")
+    raw = yaml.safe_load(path.read_text())
+    raw["policy"]["population"] = {"path": "../data/people.csv"}
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
