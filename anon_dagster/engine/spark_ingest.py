@@ -31,8 +31,9 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
          one_partition: bool = False, described: str | None = None) -> tuple[Any, Path | str]:
     """The partition's rows of ``input_path`` or the spec's source, identifiers as text, and what
     they were read from: a parquet file or folder, a parquet object on object storage (read by
-    the executors: :mod:`.spark_objects`), a Delta table's folder (``source.format: delta``), a table of the session's catalog (``source.table``: its description, ``the
-    catalog table 'db.t'``), or ``frame``, a Spark DataFrame a Dagster asset gave
+    the executors: :mod:`.spark_objects`), a Delta table's folder (``source.format: delta``), a
+    table of the session's catalog (``source.table``: its description, ``the catalog table
+    'db.t'``), or ``frame``, a Spark DataFrame a Dagster asset gave
     (``source.asset``: read as a catalog table is). Rows keep their position (:mod:`.spark_sources`
     for the tables). ``one_partition``: the table is the partition's own, so a row outside its
     window is refused; ``described`` names the rows in errors instead of ``input_path``."""
@@ -109,6 +110,7 @@ def read(engine: SparkDriver, spec: Any, partition: str | None, input_path: str 
     if ROW_COLUMN not in df.columns:  # a catalog or Delta table: positions from the rows' contents
         df = content_positions(df)
     return df, path
+
 
 def _local_source(engine: SparkDriver, spec: Any, path: Path, input_path: str | None) -> Any:
     """A local parquet file or folder, csv file or Delta table's folder as a Spark DataFrame."""

@@ -19,8 +19,9 @@ the Spark engine reads them the same way, on the executors:
   its index in the object (the row group's first row plus its index in the group).
 
 Types are what Spark makes of the same file: timestamps in microseconds (Spark has no finer
-unit; nanoseconds truncated as the local reader truncates them), dictionary-encoded columns as their values, unsigned integers widened; a column of
-unsigned 64-bit integers is refused (Spark has no type that holds every one). The pandas index
+unit; nanoseconds floored as the local reader floors them), dictionary-encoded columns as their
+values, unsigned integers widened; a column of unsigned 64-bit integers is refused (Spark has no
+type that holds every one). The pandas index
 a file may carry is left out.
 """
 
@@ -97,7 +98,8 @@ def as_spark(column: pa.ChunkedArray, kind: pa.DataType) -> pa.Array:
 
 def read_groups(uri: str, schema: pa.Schema) -> Any:
     """The function each task runs: the row groups its input batches name, read from ``uri``
-    and converted to ``schema``. Module-level, so its closure is the location and the schema."""
+    and converted to ``schema``. Its closure, which Spark ships to the tasks, holds the location
+    and the schema only: the store is opened from the task's own environment."""
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
