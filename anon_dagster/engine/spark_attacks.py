@@ -39,17 +39,21 @@ WAYS_OUT = ("split the release into smaller partitions, raise max_driver_cells o
             "for it, or use --engine pandas")
 
 
-def driver_rows(engine: Any, df: Any, what: str) -> tuple[pd.DataFrame, np.ndarray]:
+ATTACKS_READ = "policy.attacks: the attacks read every row on the driver"
+
+
+def driver_rows(engine: Any, df: Any, what: str, why: str = ATTACKS_READ) -> tuple[pd.DataFrame, np.ndarray]:
     """The publishable columns of ``df`` (and the linkage pseudonym, when it carries one) on the
     driver as the pandas engine holds them, in source order, and each row's position
-    (:data:`ROW_COLUMN`). Refused over ``max_driver_cells`` before Spark writes anything."""
+    (:data:`ROW_COLUMN`). Refused over ``max_driver_cells`` before Spark writes anything, the
+    error beginning with ``why`` (what reads the rows there)."""
     from ..release.gate import LINKAGE_COLUMN
 
     columns = [*published_columns(df), *([LINKAGE_COLUMN] if LINKAGE_COLUMN in df.columns else [])]
     width = len(columns) + 1
     rows = int(df.count())
     if rows * width > engine.max_driver_cells:
-        raise DriverLimit(f"policy.attacks: the attacks read every row on the driver, and {what} has {rows:,} rows "
+        raise DriverLimit(f"{why}, and {what} has {rows:,} rows "
                           f"x {width} columns = {rows * width:,} cells, more than the Spark engine holds there "
                           f"(max_driver_cells={engine.max_driver_cells:,}): {WAYS_OUT}")
     table = collect(df.select(*[f"`{c}`" for c in [*columns, ROW_COLUMN]]), scratch=engine.scratch,
@@ -81,17 +85,17 @@ def withhold_control(engine: Any, spec: Any, pseudonymized: Any) -> tuple[Any, A
     return replace(pseudonymized, df=kept), section
 
 
-def driver_pair(engine: Any, anonymized: Any, original: Any, *, what: str,
-                needs: str) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, np.ndarray]:
+def driver_pair(engine: Any, anonymized: Any, original: Any, *, what: str, needs: str,
+                why: str = ATTACKS_READ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, np.ndarray]:
     """The released table ``anonymized`` (``what``: what it is called in errors) and the
     pseudonymized partition ``original`` on the driver, each with its rows' positions
-    (:func:`driver_rows`); ``needs`` (``the attacks need``) begins the DataError when either is missing."""
+    (:func:`driver_rows`, ``why``); ``needs`` (``the attacks need``) begins the DataError when either is missing."""
     if original is None:
         raise DataError(f"{needs} the partition the table was made from")
     if anonymized.record is None:
         raise DataError(f"{needs} the table's transformation record: materialize the anonymized asset again")
-    released, at = driver_rows(engine, anonymized.df, what)
-    partition, positions = driver_rows(engine, original, "the pseudonymized partition")
+    released, at = driver_rows(engine, anonymized.df, what, why)
+    partition, positions = driver_rows(engine, original, "the pseudonymized partition", why)
     return released, at, partition, positions
 
 

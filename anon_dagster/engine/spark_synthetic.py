@@ -33,6 +33,8 @@ from .spark_frames import ROW_COLUMN
 from .spark_objects import as_spark, spark_type
 from .spark_results import SparkAnonymized
 
+SYNTHESIS_READS = "anonymization.method synthetic: the generator and its audit read every row on the driver"
+
 
 def to_spark(engine: Any, table: pd.DataFrame, what: str) -> Any:
     """A pandas table as a Spark DataFrame, each row's position its index (:data:`ROW_COLUMN`),
@@ -54,7 +56,7 @@ def synthesize(engine: Any, spec: Any, pseudonymized: Any, *, relax: bool = True
     from ..release import gate
     from ..release.anonymize_step import anonymize
 
-    table, _ = driver_rows(engine, pseudonymized.df, "the pseudonymized partition")
+    table, _ = driver_rows(engine, pseudonymized.df, "the pseudonymized partition", SYNTHESIS_READS)
     done = anonymize(spec, table, relax=relax, synthetic_table=synthetic_table)
     df = to_spark(engine, gate.publishable_view(done.data).reset_index(drop=True), "the synthetic table")
     record = replace(done.record, output_hash=engine.digest(df))
@@ -70,7 +72,7 @@ def synthetic_run(engine: Any, spec: Any, anonymized: SparkAnonymized, original:
     from ..release.synthetic import synthetic_figures
 
     released, _, partition, _ = driver_pair(engine, anonymized, original, what="the synthetic table",
-                                            needs="the synthetic audit needs")
+                                            needs="the synthetic audit needs", why=SYNTHESIS_READS)
     record = replace(anonymized.record, output_hash=gate.anonymization_hash(released))
     return synthetic_figures(spec, released, record, partition)
 

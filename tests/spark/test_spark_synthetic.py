@@ -106,7 +106,9 @@ def test_a_partition_over_the_driver_budget_is_refused_naming_its_size(tmp_path,
     spec = load_spec(synthetic_release(tmp_path, 200))
     engine = SparkEngine(spark, scratch_dir=tmp_path / "scratch", max_driver_cells=10_000)
     try:
-        with pytest.raises(DriverLimit, match=r"the pseudonymized partition has 4,000 rows x \d columns"):
+        with pytest.raises(DriverLimit, match=r"^anonymization.method synthetic: the generator and its audit read every "
+                                              r"row on the driver, and the pseudonymized partition has 4,000 rows x \d "
+                                              r"columns .*max_driver_cells=10,000"):
             engine.run_gate(spec, keystore=open_keystore())
     finally:
         engine.close()
