@@ -174,9 +174,11 @@ def risk_spark(engine: SparkEngine, path: Path) -> tuple[dict, int]:
     return figures, len(freq)
 
 
-def gate(engine, spec, keystore) -> dict:
-    evaluation = engine.run_gate(spec, keystore=keystore).evaluation.to_json()
-    return {k: v for k, v in evaluation.items() if k != "evaluation"}
+def gate(engine, spec, keystore, *, attacks: bool = False) -> dict:
+    """``check``'s JSON without its id; with ``attacks``, the attacks' figures (``measures["attacks"]``) too."""
+    evaluation = engine.run_gate(spec, keystore=keystore).evaluation
+    shown = {k: v for k, v in evaluation.to_json().items() if k != "evaluation"}
+    return {**shown, "attacks": evaluation.measures.get("attacks")} if attacks else shown
 
 
 def pseudonyms_pandas(spec, frame: pd.DataFrame, keystore) -> pd.DataFrame:
@@ -286,13 +288,6 @@ def released(engine: object, data: Path, targets: Iterator[Path], keystore: obje
     return release(engine, lambda at: spec_file(at, data, scope="release"), next(targets), keystore)
 
 
-def attacked_gate(engine, spec, keystore) -> dict:
-    """:func:`gate` with the attacks' figures (the evaluation's ``measures["attacks"]``)."""
-    evaluation = engine.run_gate(spec, keystore=keystore).evaluation
-    shown = {k: v for k, v in evaluation.to_json().items() if k != "evaluation"}
-    return {**shown, "attacks": evaluation.measures.get("attacks")}
-
-
 STEPS = ("risk", "gate", "attacks", "pseudonyms", "pram", "mondrian", "release")
 NOT_RUN = "not run"
 
@@ -358,8 +353,8 @@ def main() -> None:
                           partial(gate, engine, spec, keystore), operator.eq))
         if "attacks" in args.steps:
             attacked = load_spec(attacks_spec_file(folder, path))
-            steps.append(("gate with attacks (check)", partial(attacked_gate, pipeline_engine(), attacked, keystore),
-                          partial(attacked_gate, engine, attacked, keystore), operator.eq))
+            steps.append(("gate with attacks (check)", partial(gate, pipeline_engine(), attacked, keystore, attacks=True),
+                          partial(gate, engine, attacked, keystore, attacks=True), operator.eq))
         if "pseudonyms" in args.steps:
             from anon_dagster.engine.spark_engine import SparkIngested
 

@@ -109,8 +109,6 @@ def _dispatch(engine: SparkDriver, spec: Any, pseudonymized: SparkPseudonymized,
         from .spark_microaggregation import anonymize_microaggregation
 
         return anonymize_microaggregation(engine, spec, pseudonymized, progress)
-    if spec.anonymization.method not in ("global", "none"):  # never another method's release by recoding
-        raise UnsupportedOnEngine(f"anonymization.method: {spec.anonymization.method}", hint="use --engine pandas")
     from .spark_recoding import anonymize_global
 
     return anonymize_global(engine, spec, pseudonymized, progress)

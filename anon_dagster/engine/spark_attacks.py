@@ -33,7 +33,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .spark_frames import ROW_COLUMN, DriverLimit, collect, published_columns, to_pandas
+from .spark_frames import (
+    ROW_COLUMN,
+    DriverLimit,
+    as_categoricals,
+    collect,
+    published_columns,
+    to_pandas,
+)
 
 WAYS_OUT = ("split the release into smaller partitions, raise max_driver_cells on a driver with the memory "
             "for it, or use --engine pandas")
@@ -115,9 +122,7 @@ def attack_run(engine: Any, spec: Any, anonymized: Any, original: Any) -> Any:
     if len(at) and (index.max() >= len(positions) or (positions[np.minimum(index, len(positions) - 1)] != at).any()):
         raise DataError("the anonymized rows do not trace to records of the partition: the partition is not the "
                         "one anonymized")
-    for name, labels in anonymized.categories.items():  # as the pandas engine holds a generalized column
-        if name in released.columns:
-            released[name] = pd.Categorical(released[name], categories=pd.Index(labels, dtype=object))
+    released = as_categoricals(released, anonymized.categories)
     released[gate.SOURCE_ROW_COLUMN] = index.astype(np.int64)
     record = replace(anonymized.record, output_hash=gate.anonymization_hash(released))
     return gate_attacks.attack_figures(spec, released, record, partition)

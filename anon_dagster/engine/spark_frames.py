@@ -180,6 +180,18 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas()
 
 
+def as_categoricals(table: pd.DataFrame, categories: dict[str, list[object]]) -> pd.DataFrame:
+    """``table`` with the columns generalized above level 0 as the pandas engine holds them:
+    categoricals of ``categories`` (each column's labels in the pandas engine's order)."""
+    if not categories:
+        return table
+    table = table.copy()
+    for name, cats in categories.items():
+        if name in table.columns:
+            table[name] = pd.Categorical(table[name], categories=pd.Index(cats, dtype=object))
+    return table
+
+
 def scratch_folder(scratch_dir: str | Path | None) -> Path:
     """The folder frequency tables are collected through (a fresh one under the system's
     temporary folder by default: a local master only; on a cluster, a folder the driver and the
@@ -292,7 +304,7 @@ def missing_file(path: Path) -> DataError:
 __all__ = [
     "COUNT_COLUMN", "DEFAULT_MAX_DRIVER_CELLS", "DEFAULT_MAX_WORKER_CELLS", "FILE_STRIDE", "FIRST_COLUMN", "ROW_COLUMN", "DriverLimit",
     "arrow_schema", "arrow_values", "check_session", "collect", "frequency_frame", "lookup_frame",
-    "digest_value", "null_safe", "read_parquet", "row_hash", "scratch_folder", "start_session", "table_digest",
+    "as_categoricals", "digest_value", "null_safe", "read_parquet", "row_hash", "scratch_folder", "start_session", "table_digest",
     "to_pandas",
     "weighted_breakdown",
 ]

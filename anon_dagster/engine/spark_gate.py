@@ -30,7 +30,13 @@ import pandas as pd
 from ..errors import DataError, UserError
 from ..risk.frequencies import frequency_classes, measure_frequencies, query_error_frequencies
 from .spark_attacks import attack_run
-from .spark_frames import COUNT_COLUMN, FIRST_COLUMN, DriverLimit, published_columns
+from .spark_frames import (
+    COUNT_COLUMN,
+    FIRST_COLUMN,
+    DriverLimit,
+    as_categoricals,
+    published_columns,
+)
 from .spark_raw_hits import raw_value_hits
 from .spark_synthetic import synthetic_run
 
@@ -276,7 +282,7 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
     if qis:
         freq, _ = engine.frequencies(published, qis, what="the published classes")
         if len(freq):
-            freq = _categorical(freq, anonymized.categories)
+            freq = as_categoricals(freq, anonymized.categories)
             classes = frequency_classes(freq, qis, freq[COUNT_COLUMN].to_numpy(np.float64))
             rows = int(freq[COUNT_COLUMN].sum())
     else:
@@ -293,17 +299,6 @@ def evaluate(engine: Any, spec: Any, anonymized: Any, *, original: Any, raw: Any
         small_classes=small_classes(classes, Policy.from_spec(spec).k).to_dict() if classes is not None else None,
         mitigations=notes, rows=rows, assignment=assignment,
     )
-
-
-def _categorical(freq: pd.DataFrame, categories: dict[str, list[object]]) -> pd.DataFrame:
-    """The columns generalized above level 0 as the pandas engine holds them (categoricals)."""
-    if not categories:
-        return freq
-    freq = freq.copy()
-    for name, cats in categories.items():
-        if name in freq.columns:
-            freq[name] = pd.Categorical(freq[name], categories=pd.Index(cats, dtype=object))
-    return freq
 
 
 __all__ = ["composition_outcome", "contract_outcome", "evaluate", "measure", "query_error",

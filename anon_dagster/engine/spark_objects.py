@@ -71,8 +71,8 @@ def row_group_tasks(location: Any) -> tuple[pa.Schema, list[tuple[int, int]]]:
 
     try:
         with filesystem(location).open_input_file(location.fs_path) as handle:
-            meta = pq.ParquetFile(handle).metadata
-            schema = pq.ParquetFile(handle).schema_arrow
+            parquet = pq.ParquetFile(handle)
+            meta, schema = parquet.metadata, parquet.schema_arrow
     except FileNotFoundError:
         raise DataError(f"{location}: no such object") from None
     except LocationError as exc:
@@ -130,8 +130,7 @@ def read_object_parquet(spark: Any, location: Any) -> Any:
     out = object_schema(schema, str(location))
     rows = pa.table({"group": pa.array([g for g, _ in tasks], pa.int32()),
                      "first": pa.array([f for _, f in tasks], pa.int64())})
-    plan = spark.createDataFrame(rows) if tasks else spark.createDataFrame(rows.slice(0, 0))
-    plan = plan.repartition(max(len(tasks), 1))  # one task per row group
+    plan = spark.createDataFrame(rows).repartition(max(len(tasks), 1))  # one task per row group
     return plan.mapInArrow(read_groups(str(location), out), from_arrow_schema(out))
 
 

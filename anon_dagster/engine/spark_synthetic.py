@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from .spark_attacks import driver_pair, driver_rows
 from .spark_frames import ROW_COLUMN
-from .spark_objects import as_spark, spark_type
+from .spark_objects import as_spark, object_schema
 from .spark_results import SparkAnonymized
 
 SYNTHESIS_READS = "anonymization.method synthetic: the generator and its audit read every row on the driver"
@@ -42,10 +42,10 @@ def to_spark(engine: Any, table: pd.DataFrame, what: str) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     arrow = pa.Table.from_pandas(table, preserve_index=False)
-    fields = [pa.field(f.name, spark_type(f, what)) for f in arrow.schema]
-    arrays = [as_spark(arrow.column(f.name), f.type) for f in fields]
+    schema = object_schema(arrow.schema, what)
+    arrays = [as_spark(arrow.column(f.name), f.type) for f in schema if f.name != ROW_COLUMN]
     arrays.append(pa.array(np.arange(len(table), dtype=np.int64)))
-    typed = pa.Table.from_arrays(arrays, schema=pa.schema([*fields, pa.field(ROW_COLUMN, pa.int64())]))
+    typed = pa.Table.from_arrays(arrays, schema=schema)
     return engine.spark.createDataFrame(typed, schema=from_arrow_schema(typed.schema))
 
 
